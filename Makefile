@@ -1,0 +1,40 @@
+# redteam: `make run` serves the demo on SQLite, `make test` runs the whole suite.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export DEBUG ?= 1
+
+.PHONY: run test serve bench lint typecheck check install demo clean browser-deps
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py load_demo
+
+run: demo
+	$(PY) manage.py runserver 127.0.0.1:8000
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy .
+
+check: $(STAMP) lint typecheck
+	$(PY) manage.py check
+	$(PY) manage.py makemigrations --check --dry-run
+
+clean:
+	rm -rf $(VENV) var .pytest_cache

@@ -1,0 +1,359 @@
+"""PyRIT memory types: identifiers, conversations, message pieces, attack results.
+
+Field names and enum values mirror PYRIT-MODEL.md. The 0.12-0.14 line's MessagePiece fields
+(labels, target/attack/scorer identifiers, originator, harm categories) and the 1.x additions
+(Conversation, AttackResult labels/errors/retries/attribution) live side by side so nothing
+either line sends is dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db import models
+
+from redteam.choices import (
+    CONVERSATION_TYPE_CHOICES,
+    DATA_TYPE_CHOICES,
+    ORIGINATOR_CHOICES,
+    OUTCOME_CHOICES,
+    RESPONSE_ERROR_CHOICES,
+    ROLE_CHOICES,
+)
+from redteam.pyrit_enums import (
+    ATTACK_OUTCOMES,
+    CHAT_MESSAGE_ROLES,
+    CONVERSATION_TYPES,
+    PROMPT_DATA_TYPES,
+    PROMPT_RESPONSE_ERRORS,
+)
+
+HEX64 = r"^[0-9a-f]{64}$"
+
+
+def _in(field: str, values: tuple[str, ...]) -> models.Q:
+    return models.Q(**{f"{field}__in": list(values)})
+
+
+class ComponentIdentifier(models.Model):
+    """One node of a PyRIT identifier tree, content-addressed by PyRIT's own hash.
+
+    The same identifier sent a million times is one row. Children are referenced by hash
+    (a name maps to a hash or an ordered list of hashes), so a tree is rebuilt from rows.
+    Legacy (<=0.14) rows whose string params were truncated keep the hash they arrived with.
+    """
+
+    hash = models.CharField(max_length=64, primary_key=True)
+    class_name = models.CharField(max_length=255, db_index=True)
+    class_module = models.CharField(max_length=512)
+    # Params as JSON: ints and floats stay distinct (1 vs 1.0) on SQLite and PostgreSQL.
+    params = models.JSONField(default=dict, blank=True)
+    # name -> child hash, or name -> [child hashes] (order kept; [] kept).
+    children = models.JSONField(default=dict, blank=True)
+    attributes = models.JSONField(default=dict, blank=True)
+    pyrit_version = models.CharField(max_length=32, null=True, blank=True)
+    # The eval hash stamped on the first dump seen; each use also keeps its own dump.
+    eval_hash = models.CharField(max_length=64, null=True, blank=True, db_index=True)
+    # True when the hash could not be recomputed from the stored params (truncated legacy row).
+    hash_is_stored = models.BooleanField(default=False)
+    first_seen_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(hash__regex=HEX64), name="identifier_hash_hex"
+            ),
+        ]
+        indexes = [models.Index(fields=["class_name", "hash"], name="identifier_class_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.class_name}::{self.hash[:8]}"
+
+
+class IdentifierDump(models.Model):
+    """An identifier's flat dump exactly as a client sent it, stored once per distinct text.
+
+    PyRIT's dumps of one identifier differ by use (pyrit_version, stamped eval hashes,
+    legacy truncation); keeping each distinct dump makes export lossless while a million
+    pieces with the same converter still share one row.
+    """
+
+    # sha256 of the dump's canonical JSON (sorted keys), so equal dumps share a row.
+    digest = models.CharField(max_length=64, primary_key=True)
+    identifier = models.ForeignKey(
+        ComponentIdentifier, on_delete=models.PROTECT, related_name="dumps", db_column="hash"
+    )
+    # JSON text as received: key order and number spelling (1 vs 1.0) preserved verbatim.
+    dump_json = models.TextField()
+
+    def __str__(self) -> str:
+        return f"dump {self.digest[:8]} of {self.identifier_id}"
+
+    @property
+    def dump(self) -> dict[str, Any]:
+        """The dump as a dict (keys in their original order)."""
+        value: dict[str, Any] = json.loads(self.dump_json)
+        return value
+
+
+class Conversation(models.Model):
+    """One PyRIT conversation (1.x `Conversation`) plus summary columns for list pages.
+
+    The summary columns are kept current by the ingestion service so that lists never
+    aggregate millions of pieces.
+    """
+
+    conversation_id = models.CharField(max_length=255, primary_key=True)
+    target_identifier = models.ForeignKey(
+        ComponentIdentifier, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    target_dump = models.ForeignKey(
+        IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # [{"sequence": int, "reason": "json_parsing"}]
+    retries = models.JSONField(default=list, blank=True)
+    pyrit_version = models.CharField(max_length=32, null=True, blank=True)
+    # True when a Conversation object was sent (1.x); False when created from its pieces.
+    declared = models.BooleanField(default=False)
+
+    # Summary columns.
+    first_timestamp = models.DateTimeField(null=True, blank=True, db_index=True)
+    last_timestamp = models.DateTimeField(null=True, blank=True, db_index=True)
+    message_count = models.PositiveIntegerField(default=0)
+    piece_count = models.PositiveIntegerField(default=0)
+    labels = models.JSONField(default=dict, blank=True)
+    harm_categories = models.JSONField(default=list, blank=True)
+    data_types = models.JSONField(default=list, blank=True)
+    converter_classes = models.JSONField(default=list, blank=True)
+    has_error = models.BooleanField(default=False, db_index=True)
+    attack_class = models.CharField(max_length=255, blank=True, default="", db_index=True)
+    outcome = models.CharField(max_length=16, blank=True, default="", db_index=True)
+    # Denormalised first user text, for list rows without a join.
+    preview = models.CharField(max_length=300, blank=True, default="")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["-last_timestamp", "-conversation_id"], name="conv_recent_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.conversation_id
+
+
+class MessagePiece(models.Model):
+    """One PyRIT MessagePiece. A Message is the pieces sharing (conversation_id, sequence)."""
+
+    id = models.UUIDField(primary_key=True)
+    conversation = models.ForeignKey(
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="pieces",
+        db_column="conversation_id",
+        db_index=False,  # covered by piece_conv_seq_idx
+    )
+    sequence = models.IntegerField()
+    role = models.CharField(max_length=32, choices=ROLE_CHOICES)
+    timestamp = models.DateTimeField()
+
+    original_value = models.TextField()
+    original_value_data_type = models.CharField(max_length=32, choices=DATA_TYPE_CHOICES)
+    original_value_sha256 = models.CharField(max_length=64, null=True, blank=True)
+    converted_value = models.TextField()
+    converted_value_data_type = models.CharField(max_length=32, choices=DATA_TYPE_CHOICES)
+    converted_value_sha256 = models.CharField(max_length=64, null=True, blank=True)
+    response_error = models.CharField(max_length=16, choices=RESPONSE_ERROR_CHOICES, default="none")
+    original_prompt_id = models.UUIDField(db_index=True)
+    prompt_metadata = models.JSONField(default=dict, blank=True)
+
+    # 0.12-0.14 line fields (moved to Conversation/AttackResult in 1.x).
+    labels = models.JSONField(null=True, blank=True)
+    targeted_harm_categories = models.JSONField(null=True, blank=True)
+    originator = models.CharField(max_length=16, choices=ORIGINATOR_CHOICES, null=True, blank=True)
+    target_identifier = models.ForeignKey(
+        ComponentIdentifier, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    target_dump = models.ForeignKey(
+        IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    attack_identifier = models.ForeignKey(
+        ComponentIdentifier, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    attack_dump = models.ForeignKey(
+        IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    scorer_identifier = models.ForeignKey(
+        ComponentIdentifier, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    scorer_dump = models.ForeignKey(
+        IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    # Media bytes, linked when uploaded (the value keeps the attacker's path verbatim).
+    original_media = models.ForeignKey(
+        "redteam.MediaBlob", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    converted_media = models.ForeignKey(
+        "redteam.MediaBlob", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    pyrit_version = models.CharField(max_length=32, null=True, blank=True)
+    # Which serialized shape the piece arrived in: "0.13" (to_dict) or "1.x" (model_dump).
+    source_shape = models.CharField(max_length=8, default="1.x")
+    ingested_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=_in("role", CHAT_MESSAGE_ROLES), name="piece_role_valid"
+            ),
+            models.CheckConstraint(
+                condition=_in("original_value_data_type", PROMPT_DATA_TYPES),
+                name="piece_original_type_valid",
+            ),
+            models.CheckConstraint(
+                condition=_in("converted_value_data_type", PROMPT_DATA_TYPES),
+                name="piece_converted_type_valid",
+            ),
+            models.CheckConstraint(
+                condition=_in("response_error", PROMPT_RESPONSE_ERRORS),
+                name="piece_response_error_valid",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["conversation", "sequence"], name="piece_conv_seq_idx"),
+            models.Index(fields=["timestamp", "id"], name="piece_time_idx"),
+            models.Index(fields=["converted_value_data_type"], name="piece_ctype_idx"),
+            models.Index(fields=["converted_value_sha256"], name="piece_csha_idx"),
+            models.Index(fields=["role"], name="piece_role_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id}#{self.sequence} {self.role} {self.id}"
+
+    @property
+    def has_error(self) -> bool:
+        """PyRIT's `has_error()`: any response_error other than none."""
+        return self.response_error != "none"
+
+    @property
+    def is_blocked(self) -> bool:
+        """PyRIT's `is_blocked()`."""
+        return self.response_error == "blocked"
+
+
+class PieceConverter(models.Model):
+    """The ordered converter identifiers of a piece (position 0 ran first)."""
+
+    piece = models.ForeignKey(MessagePiece, on_delete=models.CASCADE, related_name="converters")
+    position = models.PositiveSmallIntegerField()
+    identifier = models.ForeignKey(
+        ComponentIdentifier, on_delete=models.PROTECT, related_name="converter_uses"
+    )
+    dump = models.ForeignKey(IdentifierDump, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        ordering = ["piece", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["piece", "position"], name="piece_converter_position"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.piece_id}[{self.position}] {self.identifier_id[:8]}"
+
+
+class AttackResult(models.Model):
+    """PyRIT's AttackResult; related conversations (all types, descriptions kept) hang off it."""
+
+    attack_result_id = models.UUIDField(primary_key=True)
+    conversation = models.ForeignKey(
+        Conversation,
+        on_delete=models.PROTECT,
+        related_name="attack_results",
+        db_column="conversation_id",
+    )
+    objective = models.TextField()
+    objective_sha256 = models.CharField(max_length=64, db_index=True)
+    atomic_attack_identifier = models.ForeignKey(
+        ComponentIdentifier, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    atomic_attack_dump = models.ForeignKey(
+        IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # Denormalised from the identifier tree for filters: the attack strategy's class name,
+    # the objective target's hash and class, and the converter class names used.
+    attack_class = models.CharField(max_length=255, blank=True, default="", db_index=True)
+    target_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    target_class = models.CharField(max_length=255, blank=True, default="")
+    converter_classes = models.JSONField(default=list, blank=True)
+    # A piece may arrive after its result, so no DB-level constraint.
+    last_response = models.ForeignKey(
+        MessagePiece,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
+    # Scores live in the scoring app (which depends on this one), so the id is kept plain.
+    last_score_id = models.UUIDField(null=True, blank=True)
+    executed_turns = models.IntegerField(default=0)
+    execution_time_ms = models.BigIntegerField(default=0)
+    outcome = models.CharField(max_length=16, choices=OUTCOME_CHOICES, default="undetermined")
+    outcome_reason = models.TextField(null=True, blank=True)
+    timestamp = models.DateTimeField(null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    labels = models.JSONField(default=dict, blank=True)
+    targeted_harm_categories = models.JSONField(default=list, blank=True)
+    error_message = models.TextField(null=True, blank=True)
+    error_type = models.CharField(max_length=255, null=True, blank=True)
+    error_traceback = models.TextField(null=True, blank=True)
+    retry_events = models.JSONField(default=list, blank=True)
+    total_retries = models.IntegerField(default=0)
+    attribution_parent_id = models.CharField(max_length=64, null=True, blank=True, db_index=True)
+    attribution_data = models.JSONField(null=True, blank=True)
+    pyrit_version = models.CharField(max_length=32, null=True, blank=True)
+    source_shape = models.CharField(max_length=8, default="1.x")
+    ingested_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=_in("outcome", ATTACK_OUTCOMES), name="result_outcome_valid"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["-timestamp", "-attack_result_id"], name="result_recent_idx"),
+            models.Index(fields=["outcome", "attack_class"], name="result_outcome_attack_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.attack_class or 'attack'} {self.outcome} {self.attack_result_id}"
+
+
+class ConversationReference(models.Model):
+    """A conversation related to an attack result (adversarial, pruned, score, converter)."""
+
+    attack_result = models.ForeignKey(
+        AttackResult, on_delete=models.CASCADE, related_name="related_conversations"
+    )
+    # Plain id: the related conversation's pieces may arrive later, or never.
+    conversation_id = models.CharField(max_length=255, db_index=True)
+    conversation_type = models.CharField(max_length=16, choices=CONVERSATION_TYPE_CHOICES)
+    description = models.TextField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # PyRIT's ConversationReference equality is by conversation_id only.
+            models.UniqueConstraint(
+                fields=["attack_result", "conversation_id"], name="related_conversation_once"
+            ),
+            models.CheckConstraint(
+                condition=_in("conversation_type", CONVERSATION_TYPES),
+                name="related_conversation_type_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_type}: {self.conversation_id}"

@@ -1,0 +1,37 @@
+"""Admin for API keys, media blobs and the audit trail."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from rest_framework_api_key.admin import APIKeyModelAdmin
+
+from redteam.models import ApiKey, AuditEvent, MediaBlob
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(APIKeyModelAdmin):
+    list_display = [*APIKeyModelAdmin.list_display, "user", "scopes"]
+    raw_id_fields = ["user"]
+
+
+@admin.register(MediaBlob)
+class MediaBlobAdmin(admin.ModelAdmin):
+    list_display = ["sha256", "content_type", "size", "created_at"]
+    search_fields = ["=sha256"]
+    readonly_fields = ["sha256", "size", "content_type", "storage_name", "uploaded_by"]
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    list_display = ["at", "actor_name", "action", "object_type", "object_id"]
+    list_filter = ["action", "object_type"]
+    search_fields = ["=object_id", "actor_name"]
+
+    def has_add_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+    def has_delete_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False

@@ -1,0 +1,13 @@
+"""The project's own app: API keys, media blobs, audit events, the site shell."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class RedteamConfig(AppConfig):
+    """Core app config."""
+
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "redteam"
+    verbose_name = "redteam"

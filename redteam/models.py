@@ -1,0 +1,81 @@
+"""Project-wide models: media blobs, API keys with scopes, and the audit trail."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from rest_framework_api_key.models import AbstractAPIKey
+
+
+class MediaBlob(models.Model):
+    """Bytes of an image/audio/video/binary value, stored once, addressed by their sha256."""
+
+    sha256 = models.CharField(max_length=64, primary_key=True)
+    size = models.BigIntegerField()
+    # Sniffed from the bytes on upload, never taken from the client or the file name.
+    content_type = models.CharField(max_length=100)
+    # Relative name inside the media storage; derived from sha256 only, never from user input.
+    storage_name = models.CharField(max_length=200, unique=True)
+    original_filename = models.CharField(max_length=1024, blank=True, default="")
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(sha256__regex=r"^[0-9a-f]{64}$"), name="mediablob_sha256_hex"
+            ),
+            models.CheckConstraint(condition=models.Q(size__gte=0), name="mediablob_size_gte_0"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.sha256[:12]} ({self.content_type}, {self.size} B)"
+
+
+class ApiKeyScope(models.TextChoices):
+    """What an API key may do."""
+
+    INGEST = "ingest", "ingest"
+    READ = "read", "read"
+
+
+class ApiKey(AbstractAPIKey):
+    """A per-user API key, stored hashed; scopes limit it to ingestion and/or reads."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys"
+    )
+    scopes = models.JSONField(default=list, help_text='Any of "ingest", "read".')
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta(AbstractAPIKey.Meta):
+        verbose_name = "API key"
+        verbose_name_plural = "API keys"
+
+    def has_scope(self, scope: str) -> bool:
+        """True when the key carries the scope."""
+        return scope in (self.scopes or [])
+
+
+class AuditEvent(models.Model):
+    """Who did what, when: verdicts, seed changes, key creation and revocation."""
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    # Kept as text too, so the trail survives the user's deletion.
+    actor_name = models.CharField(max_length=150, blank=True, default="")
+    action = models.CharField(max_length=64, db_index=True)
+    object_type = models.CharField(max_length=64)
+    object_id = models.CharField(max_length=255, db_index=True)
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["object_type", "object_id"], name="audit_object_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.actor_name} {self.action} {self.object_type}"

@@ -1,0 +1,17 @@
+"""Root URL configuration: admin, login, health; apps add their pages and API here."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from redteam import views
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("health/", views.health, name="health"),
+    path("", views.home, name="home"),
+]

@@ -1,0 +1,12 @@
+"""App config for scoring."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class ScoringConfig(AppConfig):
+    """Scoring app config."""
+
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "scoring"

@@ -1,0 +1,97 @@
+"""PyRIT scores, automated and human.
+
+A human verdict is an ordinary PyRIT-shaped Score from a human scorer identifier; `source`
+keeps it apart from automated scores so both can be shown side by side.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from redteam.choices import SCORE_STATUS_CHOICES, SCORE_TYPE_CHOICES
+from redteam.pyrit_enums import SCORE_STATUSES, SCORE_TYPES
+
+
+class ScoreSource(models.TextChoices):
+    """Where a score came from."""
+
+    AUTOMATED = "automated", "automated"
+    HUMAN = "human", "human"
+
+
+class Score(models.Model):
+    """One PyRIT Score (1.1 fields plus the 0.13 `task` column)."""
+
+    id = models.UUIDField(primary_key=True)
+    score_value = models.TextField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=SCORE_STATUS_CHOICES, default="complete")
+    score_value_description = models.TextField(null=True, blank=True)
+    score_type = models.CharField(max_length=16, choices=SCORE_TYPE_CHOICES)
+    score_category = models.JSONField(null=True, blank=True)
+    score_rationale = models.TextField(null=True, blank=True)
+    score_metadata = models.JSONField(default=dict, blank=True)
+    scorer_identifier = models.ForeignKey(
+        "memory.ComponentIdentifier",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+    )
+    scorer_dump = models.ForeignKey(
+        "memory.IdentifierDump", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # Denormalised for filters and lists.
+    scorer_class = models.CharField(max_length=255, blank=True, default="", db_index=True)
+    # Joins MessagePiece.original_prompt_id (PyRIT's prompt_request_response_id), so
+    # duplicated pieces share their original's scores. Plain UUID: scores may arrive first.
+    message_piece_id = models.UUIDField(null=True, blank=True, db_index=True)
+    scorable = models.JSONField(null=True, blank=True)
+    scorable_content_id = models.UUIDField(null=True, blank=True)
+    timestamp = models.DateTimeField()
+    objective = models.TextField(null=True, blank=True)
+    task = models.TextField(null=True, blank=True)
+    pyrit_version = models.CharField(max_length=32, null=True, blank=True)
+    source_shape = models.CharField(max_length=8, default="1.x")
+
+    source = models.CharField(
+        max_length=16, choices=ScoreSource.choices, default=ScoreSource.AUTOMATED, db_index=True
+    )
+    # For human verdicts: the attack result judged and the reviewer who judged it.
+    attack_result = models.ForeignKey(
+        "memory.AttackResult",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="scores",
+    )
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    ingested_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        permissions = [("record_verdict", "Can record human verdicts")]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(score_type__in=list(SCORE_TYPES)), name="score_type_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status__in=list(SCORE_STATUSES)), name="score_status_valid"
+            ),
+            # PyRIT: score_value is None if and only if the score is undetermined.
+            models.CheckConstraint(
+                condition=(
+                    models.Q(status="undetermined", score_value__isnull=True)
+                    | models.Q(status="complete", score_value__isnull=False)
+                ),
+                name="score_value_null_iff_undetermined",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["-timestamp", "-id"], name="score_recent_idx"),
+            models.Index(fields=["source", "attack_result"], name="score_source_result_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scorer_class or 'score'} {self.score_type}={self.score_value}"

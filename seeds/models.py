@@ -1,0 +1,138 @@
+"""PyRIT seeds: datasets, groups, and seeds (prompt / objective / simulated conversation).
+
+One Seed table with PyRIT's `seed_type` discriminator, the union of every subclass's fields.
+Every change is versioned (django-simple-history) so a dataset can be audited.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from simple_history.models import HistoricalRecords
+
+from redteam.choices import DATA_TYPE_CHOICES, ROLE_CHOICES, SEED_TYPE_CHOICES
+from redteam.pyrit_enums import PROMPT_DATA_TYPES, SEED_TYPES
+
+
+class SeedDataset(models.Model):
+    """A named PyRIT SeedDataset; its YAML-level defaults are kept for export."""
+
+    dataset_name = models.CharField(max_length=255, unique=True)
+    name = models.CharField(max_length=255, null=True, blank=True)
+    description = models.TextField(null=True, blank=True)
+    source = models.TextField(null=True, blank=True)
+    added_by = models.CharField(max_length=255, null=True, blank=True)
+    data_type = models.CharField(max_length=32, choices=DATA_TYPE_CHOICES, null=True, blank=True)
+    seed_type = models.CharField(max_length=32, choices=SEED_TYPE_CHOICES, null=True, blank=True)
+    harm_categories = models.JSONField(default=list, blank=True)
+    authors = models.JSONField(default=list, blank=True)
+    groups = models.JSONField(default=list, blank=True)
+    date_added = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["dataset_name"]
+
+    def __str__(self) -> str:
+        return self.dataset_name
+
+
+class SeedGroup(models.Model):
+    """Seeds sharing one PyRIT `prompt_group_id` (a multi-part or multi-turn unit)."""
+
+    prompt_group_id = models.UUIDField(unique=True)
+    dataset = models.ForeignKey(
+        SeedDataset, null=True, blank=True, on_delete=models.CASCADE, related_name="seed_groups"
+    )
+    alias = models.CharField(max_length=255, null=True, blank=True)
+    # sha256 over the group's ordered (seed_type, sequence, role, data_type, value_sha256):
+    # lets a re-import recognise an identical group and skip it.
+    content_sha256 = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["dataset", "created_at", "id"]
+
+    def __str__(self) -> str:
+        return self.alias or str(self.prompt_group_id)
+
+
+class Seed(models.Model):
+    """One PyRIT seed; `seed_type` picks SeedPrompt, SeedObjective or SeedSimulatedConversation."""
+
+    id = models.UUIDField(primary_key=True)
+    seed_type = models.CharField(max_length=32, choices=SEED_TYPE_CHOICES, default="prompt")
+    value = models.TextField()
+    value_sha256 = models.CharField(max_length=64, null=True, blank=True, db_index=True)
+    data_type = models.CharField(max_length=32, choices=DATA_TYPE_CHOICES, default="text")
+    name = models.CharField(max_length=255, null=True, blank=True)
+    dataset = models.ForeignKey(
+        SeedDataset, null=True, blank=True, on_delete=models.CASCADE, related_name="seeds"
+    )
+    # Kept verbatim as PyRIT sent it (it may name a dataset not stored here).
+    dataset_name = models.CharField(max_length=255, null=True, blank=True, db_index=True)
+    description = models.TextField(null=True, blank=True)
+    source = models.TextField(null=True, blank=True)
+    added_by = models.CharField(max_length=255, null=True, blank=True)
+    date_added = models.DateTimeField(null=True, blank=True)
+    harm_categories = models.JSONField(null=True, blank=True)
+    authors = models.JSONField(null=True, blank=True)
+    groups = models.JSONField(null=True, blank=True)
+    metadata = models.JSONField(null=True, blank=True)
+    group = models.ForeignKey(
+        SeedGroup, null=True, blank=True, on_delete=models.CASCADE, related_name="seeds"
+    )
+    prompt_group_alias = models.CharField(max_length=255, null=True, blank=True)
+    is_general_technique = models.BooleanField(default=False)
+    is_jinja_template = models.BooleanField(default=False)
+
+    # SeedPrompt fields.
+    role = models.CharField(max_length=32, choices=ROLE_CHOICES, null=True, blank=True)
+    sequence = models.IntegerField(null=True, blank=True)
+    parameters = models.JSONField(null=True, blank=True)
+    response_json_schema = models.JSONField(null=True, blank=True)
+
+    # SeedSimulatedConversation fields.
+    num_turns = models.IntegerField(null=True, blank=True)
+    adversarial_chat_system_prompt_path = models.TextField(null=True, blank=True)
+    simulated_target_system_prompt_path = models.TextField(null=True, blank=True)
+    next_message_system_prompt_path = models.TextField(null=True, blank=True)
+    pyrit_version = models.CharField(max_length=32, null=True, blank=True)
+
+    # Media seeds: the uploaded bytes (value keeps the path as PyRIT wrote it).
+    media = models.ForeignKey(
+        "redteam.MediaBlob", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Promoted from a reviewed conversation: where it came from (plain ids, since the
+    # memory app depends on this one and not the other way round).
+    source_piece_id = models.UUIDField(null=True, blank=True)
+    source_attack_result_id = models.UUIDField(null=True, blank=True)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["dataset", "group", "sequence", "created_at"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(seed_type__in=list(SEED_TYPES)), name="seed_type_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(data_type__in=list(PROMPT_DATA_TYPES)),
+                name="seed_data_type_valid",
+            ),
+            # PyRIT: an objective can never be a general technique.
+            models.CheckConstraint(
+                condition=~models.Q(seed_type="objective", is_general_technique=True),
+                name="objective_not_general_technique",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["dataset", "value_sha256"], name="seed_dataset_sha_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.seed_type}: {self.value[:60]}"

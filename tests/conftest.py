@@ -1,0 +1,24 @@
+"""Project-wide pytest fixtures."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(os.environ.get("REDTEAM_FIXTURES", REPO_ROOT.parent / "shared" / "fixtures"))
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    """PyRIT's real output (read-only); see ../shared/fixtures/README.md."""
+    assert FIXTURES.is_dir(), f"PyRIT fixtures not found at {FIXTURES} (set REDTEAM_FIXTURES)"
+    return FIXTURES
+
+
+@pytest.fixture(autouse=True)
+def _media_root(tmp_path: Path, settings: pytest.FixtureRequest) -> None:
+    """Each test writes media under its own temporary folder."""
+    settings.MEDIA_ROOT = tmp_path / "media"  # type: ignore[attr-defined]
