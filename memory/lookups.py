@@ -1,0 +1,149 @@
+"""Portable JSON and full-text predicates for the filters, one SQL spelling per database.
+
+PostgreSQL gets operators that GIN indexes serve (``@>``, ``@@``); SQLite gets an exact,
+unindexed equivalent (``json_each``, ``LIKE``), which is fine at SQLite's scale.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.postgres.search import SearchQuery, SearchVectorField
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import BooleanField, Expression, F, Q, QuerySet
+from django.db.models.sql.compiler import SQLCompiler
+
+from memory.models import MessagePiece
+
+# Characters of each value that enter the full-text document. A tsvector is capped at 1 MB,
+# so an unbounded expression would make inserting one huge hostile piece fail; the index in
+# migration 0002 uses the identical expression, which is what lets the planner use it.
+SEARCH_PREFIX_CHARS = 100_000
+SEARCH_CONFIG = "simple"
+MAX_SEARCH_CHARS = 200
+
+
+class _JSONPredicate(Expression):
+    """A boolean SQL predicate on one JSON column, usable directly in filter() and Q()."""
+
+    conditional = True
+    output_field = BooleanField()
+
+    def __init__(self, field: str, *args: Any) -> None:
+        super().__init__()
+        self.lhs: Any = F(field)
+        self.args = args
+
+    def get_source_expressions(self) -> list[Any]:
+        """The JSON column."""
+        return [self.lhs]
+
+    def set_source_expressions(self, exprs: list[Any]) -> None:
+        """Replace the JSON column (after resolution)."""
+        (self.lhs,) = exprs
+
+    def resolve_expression(  # type: ignore[override]
+        self,
+        query: Any = None,
+        allow_joins: bool = True,
+        reuse: Any = None,
+        summarize: bool = False,
+        for_save: bool = False,
+    ) -> _JSONPredicate:
+        """Resolve the column reference against the query."""
+        clone = self.copy()
+        clone.lhs = self.lhs.resolve_expression(query, allow_joins, reuse, summarize, for_save)
+        return clone
+
+
+class JSONHasElement(_JSONPredicate):
+    """True when a JSON list column contains the given string element."""
+
+    def as_sql(
+        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
+    ) -> tuple[str, tuple[Any, ...]]:
+        """SQLite (and generic): an EXISTS over json_each."""
+        lhs, params = compiler.compile(self.lhs)
+        return (
+            f"EXISTS (SELECT 1 FROM json_each({lhs}) AS je WHERE je.value = %s)",
+            (*params, self.args[0]),
+        )
+
+    def as_postgresql(
+        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
+    ) -> tuple[str, tuple[Any, ...]]:
+        """PostgreSQL: jsonb containment, served by a GIN index."""
+        lhs, params = compiler.compile(self.lhs)
+        return f"{lhs} @> %s::jsonb", (*params, json.dumps([self.args[0]]))
+
+
+class JSONHasKeyValue(_JSONPredicate):
+    """True when a JSON object column maps the key to the given string value."""
+
+    def as_sql(
+        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
+    ) -> tuple[str, tuple[Any, ...]]:
+        """SQLite (and generic): json_extract on a quoted path, so dots in keys are literal."""
+        lhs, params = compiler.compile(self.lhs)
+        path = "$." + json.dumps(self.args[0])
+        return (
+            f"(json_type({lhs}, %s) = 'text' AND json_extract({lhs}, %s) = %s)",
+            (*params, path, *params, path, self.args[1]),
+        )
+
+    def as_postgresql(
+        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
+    ) -> tuple[str, tuple[Any, ...]]:
+        """PostgreSQL: jsonb containment, served by a GIN index."""
+        lhs, params = compiler.compile(self.lhs)
+        return f"{lhs} @> %s::jsonb", (*params, json.dumps({self.args[0]: self.args[1]}))
+
+
+class PieceSearchDocument(Expression):
+    """The full-text document of a piece: its original and converted values (PostgreSQL)."""
+
+    output_field = SearchVectorField()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.original: Any = F("original_value")
+        self.converted: Any = F("converted_value")
+
+    def get_source_expressions(self) -> list[Any]:
+        """Both value columns."""
+        return [self.original, self.converted]
+
+    def set_source_expressions(self, exprs: list[Any]) -> None:
+        """Replace both value columns (after resolution)."""
+        self.original, self.converted = exprs
+
+    def as_sql(
+        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
+    ) -> tuple[str, tuple[Any, ...]]:
+        """The exact expression indexed by migration 0002 (constants inlined, not bound)."""
+        original, p1 = compiler.compile(self.original)
+        converted, p2 = compiler.compile(self.converted)
+        sql = search_document_sql(original, converted)
+        return sql, (*p1, *p2)
+
+
+def search_document_sql(original: str, converted: str) -> str:
+    """SQL for the search document over two column references; shared with the migration."""
+    n = SEARCH_PREFIX_CHARS
+    return (
+        f"to_tsvector('{SEARCH_CONFIG}'::regconfig, "
+        f"left(coalesce({original}, ''), {n}) || ' ' || left(coalesce({converted}, ''), {n}))"
+    )
+
+
+def pieces_matching(q: str, vendor: str) -> QuerySet[MessagePiece]:
+    """Pieces whose original or converted value matches the search text."""
+    q = q[:MAX_SEARCH_CHARS]
+    if vendor == "postgresql":
+        query = SearchQuery(q, config=SEARCH_CONFIG, search_type="websearch")
+        return MessagePiece.objects.annotate(document=PieceSearchDocument()).filter(document=query)
+    # SQLite fallback: a case-insensitive substring scan.
+    return MessagePiece.objects.filter(
+        Q(original_value__icontains=q) | Q(converted_value__icontains=q)
+    )

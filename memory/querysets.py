@@ -1,0 +1,119 @@
+"""Named read shapes for memory rows, shared by the HTML pages, the API and the admin.
+
+Each function returns a queryset that loads exactly what its consumers read (select_related /
+prefetch_related / only), so a page costs a constant number of queries whatever its length.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Prefetch, QuerySet
+
+from memory.models import (
+    AttackResult,
+    ComponentIdentifier,
+    Conversation,
+    ConversationReference,
+    MessagePiece,
+    PieceConverter,
+)
+
+# Columns of AttackResult that list rows never show; deferred so a page of results with
+# 10 KB tracebacks or large metadata stays small.
+_RESULT_LIST_DEFERRED = (
+    "error_traceback",
+    "metadata",
+    "retry_events",
+    "attribution_data",
+)
+
+
+def conversations_for_list() -> QuerySet[Conversation]:
+    """Conversations with at least one piece, newest activity first, read from summary columns."""
+    # last_timestamp is set as soon as a piece arrives; a declared conversation without pieces
+    # has nothing to review yet. Ordering matches conv_recent_idx for keyset pagination.
+    return (
+        Conversation.objects.filter(last_timestamp__isnull=False)
+        .select_related("target_identifier")
+        .only(
+            "conversation_id",
+            "first_timestamp",
+            "last_timestamp",
+            "message_count",
+            "piece_count",
+            "labels",
+            "harm_categories",
+            "data_types",
+            "converter_classes",
+            "has_error",
+            "attack_class",
+            "outcome",
+            "preview",
+            "target_identifier__hash",
+            "target_identifier__class_name",
+        )
+        .order_by("-last_timestamp", "-conversation_id")
+    )
+
+
+def conversation_for_detail() -> QuerySet[Conversation]:
+    """Conversation rows with the target identifier and its verbatim dump (for the tree)."""
+    return Conversation.objects.select_related("target_identifier", "target_dump")
+
+
+def pieces_for_conversation(conversation_id: str) -> QuerySet[MessagePiece]:
+    """A conversation's pieces in PyRIT order, with media, identifiers and converter chains."""
+    # PyRIT orders by sequence and keeps input order inside a message; pieces of one message
+    # share a timestamp, so the id breaks ties deterministically.
+    converters = PieceConverter.objects.select_related("identifier", "dump").order_by("position")
+    return (
+        MessagePiece.objects.filter(conversation_id=conversation_id)
+        .select_related(
+            "original_media",
+            "converted_media",
+            "target_identifier",
+            "attack_identifier",
+            "scorer_identifier",
+        )
+        .prefetch_related(Prefetch("converters", queryset=converters))
+        .order_by("sequence", "timestamp", "id")
+    )
+
+
+def attack_results_for_list() -> QuerySet[AttackResult]:
+    """Attack results for list pages, newest ingested first, without their bulky columns."""
+    return (
+        AttackResult.objects.defer(*_RESULT_LIST_DEFERRED)
+        .select_related("atomic_attack_identifier")
+        .order_by("-ingested_at", "-attack_result_id")
+    )
+
+
+def attack_results_for_detail() -> QuerySet[AttackResult]:
+    """Attack results with their identifier dump, last response and related conversations."""
+    related = ConversationReference.objects.order_by("conversation_type", "conversation_id")
+    return AttackResult.objects.select_related(
+        "atomic_attack_identifier", "atomic_attack_dump", "last_response", "conversation"
+    ).prefetch_related(Prefetch("related_conversations", queryset=related))
+
+
+def references_to_conversation(conversation_id: str) -> QuerySet[ConversationReference]:
+    """References that name this conversation as related to some attack result."""
+    return (
+        ConversationReference.objects.filter(conversation_id=conversation_id)
+        .select_related("attack_result")
+        .only(
+            "conversation_id",
+            "conversation_type",
+            "description",
+            "attack_result__attack_result_id",
+            "attack_result__conversation_id",
+            "attack_result__objective",
+            "attack_result__outcome",
+        )
+        .order_by("attack_result__attack_result_id")
+    )
+
+
+def identifiers_for_list() -> QuerySet[ComponentIdentifier]:
+    """Identifier rows for pickers and lists, by class name then hash."""
+    return ComponentIdentifier.objects.order_by("class_name", "hash")
