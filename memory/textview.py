@@ -1,0 +1,156 @@
+"""Turn hostile text into display segments: invisible characters made visible, word diffs.
+
+Framework-free. Nothing here produces HTML: functions return ``(kind, text)`` segments that
+templates render with autoescaping, so no ingested string is ever marked safe.
+
+Segment kinds: ``"t"`` plain text, ``"x"`` a visible stand-in for an invisible character
+(``⟨U+E0041⟩``). Diff chunks are ``(op, segments)`` with op ``equal``/``insert``/``delete``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+Segment = tuple[str, str]
+
+# Beyond these sizes the page shows a prefix (and skips the diff) so one hostile 50 MB piece
+# cannot make the page slow; the full value stays available through export.
+MAX_DISPLAY_CHARS = 100_000
+MAX_DIFF_TOKENS = 4_000
+# Below this similarity an inline diff is noise (ROT13, base64): show both values instead.
+MIN_DIFF_RATIO = 0.35
+
+_TAGS = range(0xE0000, 0xE0080)
+_VARIATION_SELECTORS = (range(0xFE00, 0xFE10), range(0xE0100, 0xE01F0))
+# Characters that render as nothing (or reorder text) although they are not format controls.
+_BLANK_LOOKALIKES = frozenset({0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x180E})
+_KEEP = frozenset({"\n", "\t", "\r"})
+_TOKEN_RE = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
+
+
+def is_invisible(ch: str) -> bool:
+    """True for characters a reviewer could not see: tags, zero-width, bidi, controls."""
+    if ch in _KEEP:
+        return False
+    cp = ord(ch)
+    if cp in _TAGS or cp in _BLANK_LOOKALIKES:
+        return True
+    if any(cp in r for r in _VARIATION_SELECTORS):
+        return True
+    # Cf: format (zero-width, bidi embeddings/overrides/isolates, BOM, soft hyphen);
+    # Cc: controls other than tab and line breaks;
+    # Cs/Co/Cn: surrogates, private use, unassigned.
+    return unicodedata.category(ch) in {"Cf", "Cc", "Cs", "Co", "Cn"}
+
+
+def escape_label(ch: str) -> str:
+    """The visible stand-in for an invisible character, e.g. ``⟨U+200B⟩``."""
+    return f"⟨U+{ord(ch):04X}⟩"
+
+
+def visible_segments(text: str) -> list[Segment]:
+    """Split text into plain runs and visible stand-ins for invisible characters."""
+    segments: list[Segment] = []
+    run: list[str] = []
+    for ch in text:
+        if is_invisible(ch):
+            if run:
+                segments.append(("t", "".join(run)))
+                run = []
+            segments.append(("x", escape_label(ch)))
+        else:
+            run.append(ch)
+    if run:
+        segments.append(("t", "".join(run)))
+    return segments
+
+
+@dataclass
+class HiddenReport:
+    """What a reviewer should know about invisible content in a value."""
+
+    count: int = 0
+    # ASCII smuggled in Unicode tag characters (U+E0020..E007E map to ASCII 0x20..0x7E).
+    tag_text: str = ""
+    bidi: bool = False
+
+
+def hidden_report(text: str) -> HiddenReport:
+    """Count invisible characters and decode any text hidden in Unicode tags."""
+    report = HiddenReport()
+    tag_chars: list[str] = []
+    for ch in text:
+        if not is_invisible(ch):
+            continue
+        report.count += 1
+        cp = ord(ch)
+        if 0xE0020 <= cp <= 0xE007E:
+            tag_chars.append(chr(cp - 0xE0000))
+        elif 0x202A <= cp <= 0x202E or 0x2066 <= cp <= 0x2069:
+            report.bidi = True
+    report.tag_text = "".join(tag_chars)
+    return report
+
+
+@dataclass
+class DisplayText:
+    """A value prepared for display: segments, truncation note, hidden-content report."""
+
+    segments: list[Segment]
+    truncated: bool
+    length: int
+    hidden: HiddenReport = field(default_factory=HiddenReport)
+
+
+def display_text(text: str, limit: int = MAX_DISPLAY_CHARS) -> DisplayText:
+    """Prepare a value for display, capped at ``limit`` characters."""
+    shown = text[:limit]
+    return DisplayText(
+        segments=visible_segments(shown),
+        truncated=len(text) > limit,
+        length=len(text),
+        hidden=hidden_report(shown),
+    )
+
+
+def pretty_json(text: str) -> str | None:
+    """Indented JSON for function and tool calls; None when the value is not JSON."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@dataclass
+class TextDiff:
+    """An original/converted comparison: inline chunks, or None when a diff would be noise."""
+
+    chunks: list[tuple[str, list[Segment]]] | None
+    ratio: float
+
+
+def word_diff(original: str, converted: str) -> TextDiff:
+    """Word-level diff of two values, with invisible characters made visible in every chunk."""
+    a = _TOKEN_RE.findall(original[:MAX_DISPLAY_CHARS])
+    b = _TOKEN_RE.findall(converted[:MAX_DISPLAY_CHARS])
+    if len(a) > MAX_DIFF_TOKENS or len(b) > MAX_DIFF_TOKENS:
+        return TextDiff(chunks=None, ratio=0.0)
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    ratio = matcher.ratio()
+    if ratio < MIN_DIFF_RATIO:
+        return TextDiff(chunks=None, ratio=ratio)
+    chunks: list[tuple[str, list[Segment]]] = []
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            chunks.append(("equal", visible_segments("".join(a[i1:i2]))))
+            continue
+        if op in ("delete", "replace"):
+            chunks.append(("delete", visible_segments("".join(a[i1:i2]))))
+        if op in ("insert", "replace"):
+            chunks.append(("insert", visible_segments("".join(b[j1:j2]))))
+    return TextDiff(chunks=chunks, ratio=ratio)
