@@ -22,6 +22,13 @@ demo: $(STAMP)
 run: demo
 	$(PY) manage.py runserver 127.0.0.1:8000
 
+# Production: DEBUG off (SECRET_KEY and ALLOWED_HOSTS must be set), migrations and static files
+# first, then gunicorn with workers/bind from the environment (redteam/gunicorn_conf.py).
+serve: $(STAMP)
+	DEBUG=0 $(PY) manage.py migrate --noinput
+	DEBUG=0 $(PY) manage.py collectstatic --noinput
+	DEBUG=0 exec $(VENV)/bin/gunicorn redteam.wsgi:application -c python:redteam.gunicorn_conf
+
 test: $(STAMP)
 	$(PY) -m pytest
 

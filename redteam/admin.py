@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 from rest_framework_api_key.admin import APIKeyModelAdmin
 
 from redteam.models import ApiKey, AuditEvent, MediaBlob
@@ -12,6 +14,17 @@ from redteam.models import ApiKey, AuditEvent, MediaBlob
 class ApiKeyAdmin(APIKeyModelAdmin):
     list_display = [*APIKeyModelAdmin.list_display, "user", "scopes"]
     raw_id_fields = ["user"]
+    actions = ["revoke_keys"]
+
+    @admin.action(description="Revoke selected API keys", permissions=["change"])
+    def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
+        """Revoke one by one (not queryset.update) so each revocation is audited."""
+        revoked = 0
+        for key in queryset.filter(revoked=False):
+            key.revoked = True
+            key.save(update_fields=["revoked"])
+            revoked += 1
+        self.message_user(request, f"Revoked {revoked} API key(s).", messages.SUCCESS)
 
 
 @admin.register(MediaBlob)

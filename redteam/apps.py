@@ -11,3 +11,7 @@ class RedteamConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
     name = "redteam"
     verbose_name = "redteam"
+
+    def ready(self) -> None:
+        """Connect the audit signals (API key creation, revocation, deletion)."""
+        from redteam import signals  # noqa: F401

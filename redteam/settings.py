@@ -39,7 +39,9 @@ INSTALLED_APPS = [
     "rest_framework_api_key",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "simple_history",
+    "axes",
     "redteam",
     "seeds",
     "memory",
@@ -57,6 +59,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
+    # Last, as django-axes requires: turns a locked-out login into a 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "redteam.urls"
@@ -89,7 +93,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets readers and one writer work at once; the busy timeout makes a second writer
     # wait instead of failing with "database is locked".
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+        {
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            # BEGIN IMMEDIATE takes the write lock up front, so concurrent writers queue on the
+            # busy timeout instead of failing with "database is locked" when a read
+            # transaction tries to upgrade to a write (several gunicorn workers on SQLite).
+            "transaction_mode": "IMMEDIATE",
+        }
     )
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
@@ -112,8 +123,34 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = env.path("STATIC_ROOT", default=VAR_DIR / "staticfiles")
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=VAR_DIR / "media")
+# Media bytes: a local folder (MEDIA_ROOT; a shared volume when several app servers run) or,
+# with MEDIA_STORAGE=s3, an S3-compatible bucket through django-storages (`pip install
+# redteam[s3]`). Blobs are named by sha256 only, so any backend that can save/open/exists works.
+MEDIA_STORAGE: str = env.str("MEDIA_STORAGE", default="filesystem")
+_MEDIA_BACKENDS = {
+    "filesystem": "django.core.files.storage.FileSystemStorage",
+    "s3": "storages.backends.s3.S3Storage",
+}
+if MEDIA_STORAGE not in _MEDIA_BACKENDS:
+    raise environ.ImproperlyConfigured(
+        f"MEDIA_STORAGE must be one of {sorted(_MEDIA_BACKENDS)}, got {MEDIA_STORAGE!r}"
+    )
+_MEDIA_OPTIONS: dict[str, object] = {}
+if MEDIA_STORAGE == "s3":
+    # Credentials come from boto3's own chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, an
+    # instance role, ...). Objects stay private: downloads go through the app, which checks
+    # the API key or session and sets safe content types.
+    _MEDIA_OPTIONS = {
+        "bucket_name": env.str("MEDIA_S3_BUCKET"),
+        "endpoint_url": env.str("MEDIA_S3_ENDPOINT_URL", default="") or None,
+        "region_name": env.str("MEDIA_S3_REGION", default="") or None,
+        "location": env.str("MEDIA_S3_PREFIX", default="media"),
+        "default_acl": "private",
+        "file_overwrite": False,
+        "querystring_auth": True,
+    }
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": {"BACKEND": _MEDIA_BACKENDS[MEDIA_STORAGE], "OPTIONS": _MEDIA_OPTIONS},
     "staticfiles": {
         "BACKEND": (
             "whitenoise.storage.CompressedManifestStaticFilesStorage"
@@ -122,6 +159,24 @@ STORAGES = {
         )
     },
 }
+
+# Login rate limiting (django-axes): after AXES_FAILURE_LIMIT failed logins for one username
+# from one address, that pair is locked out (HTTP 429) for AXES_COOLOFF_TIME hours. Locking
+# the pair (not the username alone) means a guesser cannot lock a reviewer out from elsewhere.
+# Axes must come first so it can refuse before the password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED: bool = env.bool("AXES_ENABLED", default=True)
+AXES_FAILURE_LIMIT: int = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME: float = env.float("AXES_COOLOFF_TIME", default=0.25)  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# Behind N trusted reverse proxies, the client address is the Nth from the right of
+# X-Forwarded-For; with 0 (no proxy) it is REMOTE_ADDR, which a client cannot forge.
+REDTEAM_TRUSTED_PROXY_COUNT: int = env.int("REDTEAM_TRUSTED_PROXY_COUNT", default=0)
+AXES_CLIENT_IP_CALLABLE = "redteam.security.client_ip"
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
@@ -135,10 +190,14 @@ REDTEAM_MAX_ITEMS: int = env.int("REDTEAM_MAX_ITEMS", default=20_000)
 REDTEAM_MAX_MEDIA_BYTES: int = env.int("REDTEAM_MAX_MEDIA_BYTES", default=256 * 1024 * 1024)
 
 REST_FRAMEWORK = {
+    # API keys (Authorization: Bearer) first, so a missing key is answered with 401; browser
+    # users fall through to their session. See redteam/api_auth.py for the scope policy.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "redteam.api_auth.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Every endpoint needs auth; GETs need the "read" scope unless a view says otherwise.
+    "DEFAULT_PERMISSION_CLASSES": ["redteam.api_auth.HasReadScope"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -149,7 +208,11 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Ingest and read PyRIT memory: message pieces, scores, attack results, seeds.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SERVE_PERMISSIONS": ["redteam.api_auth.HasReadScope"],
+    # Swagger UI from our own static files: the CSP allows no third-party origins.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Content-Security-Policy: no inline script anywhere, no third-party origins. Ingested content
@@ -181,6 +244,8 @@ SECURE_HSTS_SECONDS: int = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG els
 SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
 SECURE_HSTS_PRELOAD = not DEBUG
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Load balancers probe /health/ over plain HTTP inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^health/$"]
 
 LOGGING = {
     "version": 1,

@@ -22,3 +22,13 @@ def fixtures_dir() -> Path:
 def _media_root(tmp_path: Path, settings: pytest.FixtureRequest) -> None:
     """Each test writes media under its own temporary folder."""
     settings.MEDIA_ROOT = tmp_path / "media"  # type: ignore[attr-defined]
+
+
+@pytest.fixture(autouse=True)
+def _axes_off_by_default(settings: pytest.FixtureRequest) -> None:
+    """Login rate limiting off, so `client.login()` (which passes no request) works.
+
+    django-axes needs the request to count attempts; tests/security/test_login_rate_limit.py
+    turns it back on and drives the real login form.
+    """
+    settings.AXES_ENABLED = False  # type: ignore[attr-defined]

@@ -1,0 +1,415 @@
+"""The ingestion and media endpoints (they span every app, so they live in the project).
+
+POST /api/v1/ingest/          a batch of PyRIT-shaped items (see IngestView)
+POST /api/v1/media/           upload media bytes (multipart field `file`)
+POST /api/v1/media/missing/   which of these sha256s are not stored yet (for the client)
+GET  /api/v1/media/<sha256>/  download stored bytes
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from django.conf import settings
+from django.core.files.storage import default_storage
+from django.http import FileResponse, Http404, HttpRequest
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    inline_serializer,
+)
+from rest_framework import serializers, status
+from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from redteam.api_auth import HasIngestScope, HasReadScope
+from redteam.ingest import INGEST_KINDS, PayloadError, count_items, ingest_batch, validate_payload
+from redteam.models import MediaBlob
+
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
+FALSE_VALUES = frozenset({"", "0", "false", "no", "off"})
+# Served inline: formats browsers render as pixels or sound only. Everything else (SVG, HTML,
+# XML, PDF, unknown) is sent as an attachment so it can never run script on our origin.
+INLINE_CONTENT_TYPES = frozenset(
+    {
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+        "image/bmp",
+        "image/avif",
+        "audio/mpeg",
+        "audio/wav",
+        "audio/x-wav",
+        "audio/ogg",
+        "audio/flac",
+        "audio/webm",
+        "audio/mp4",
+        "video/mp4",
+        "video/webm",
+        "video/ogg",
+    }
+)
+MAX_MISSING_QUERY = 1000
+
+
+def _problem(message: str, code: int, **extra: Any) -> Response:
+    """A JSON error body with a readable `detail`."""
+    return Response({"detail": message, **extra}, status=code)
+
+
+def _flag(request: Request, name: str) -> bool:
+    raw = str(request.query_params.get(name, "")).strip().lower()
+    if raw in TRUE_VALUES:
+        return True
+    if raw in FALSE_VALUES:
+        return False
+    raise ValueError(f"?{name}= must be 1 or 0, got {raw!r}.")
+
+
+class BodyTooLarge(Exception):
+    """The request body exceeds the configured limit."""
+
+
+def read_body_capped(request: Request, limit: int) -> bytes:
+    """The raw body, refusing (before reading it) anything larger than `limit` bytes."""
+    django_request: HttpRequest = request._request
+    try:
+        declared = int(django_request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    if declared > limit:
+        raise BodyTooLarge
+    if getattr(django_request, "_body", None) is not None:  # already read by a middleware
+        data: bytes = django_request._body
+    else:
+        # HttpRequest.read() streams from the socket without Django's own in-memory cap, which
+        # would answer 400 rather than a 413 naming our limit.
+        data = django_request.read(limit + 1)
+    if len(data) > limit:
+        raise BodyTooLarge
+    return data
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json(data: bytes) -> Any:
+    """Strict JSON: UTF-8, no NaN/Infinity, bounded nesting (RecursionError becomes 400)."""
+    return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+
+
+_INGEST_REQUEST = inline_serializer(
+    "IngestRequest",
+    {
+        "message_pieces": serializers.ListField(
+            child=serializers.DictField(),
+            required=False,
+            help_text="MessagePiece dicts: 1.x model_dump(mode='json') or 0.13 to_dict().",
+        ),
+        "conversations": serializers.ListField(
+            child=serializers.DictField(),
+            required=False,
+            help_text="1.x Conversation dicts: conversation_id, target_identifier, retries.",
+        ),
+        "scores": serializers.ListField(
+            child=serializers.DictField(), required=False, help_text="Score dicts (either line)."
+        ),
+        "attack_results": serializers.ListField(
+            child=serializers.DictField(),
+            required=False,
+            help_text="AttackResult dicts (either line).",
+        ),
+        "seeds": serializers.ListField(
+            child=serializers.DictField(),
+            required=False,
+            help_text="SeedPrompt / SeedObjective / SeedSimulatedConversation dicts.",
+        ),
+    },
+)
+_INGEST_RESPONSE = inline_serializer(
+    "IngestResponse",
+    {
+        "stored": serializers.IntegerField(help_text="Items newly written."),
+        "unchanged": serializers.IntegerField(help_text="Items already stored, identical."),
+        "errors": serializers.IntegerField(help_text="Items rejected (invalid or conflicting)."),
+        "atomic": serializers.BooleanField(required=False),
+        "rolled_back": serializers.BooleanField(
+            required=False, help_text="atomic=1 only: true when nothing was stored."
+        ),
+        "items": inline_serializer(
+            "IngestItemOutcome",
+            {
+                "kind": serializers.ChoiceField(choices=list(INGEST_KINDS)),
+                "index": serializers.IntegerField(help_text="Position in its list."),
+                "id": serializers.CharField(allow_null=True),
+                "status": serializers.ChoiceField(
+                    choices=["stored", "unchanged", "rejected", "rolled_back"]
+                ),
+                "errors": inline_serializer(
+                    "IngestFieldError",
+                    {
+                        "field": serializers.CharField(allow_null=True),
+                        "message": serializers.CharField(),
+                        "code": serializers.ChoiceField(choices=["invalid", "conflict"]),
+                    },
+                    many=True,
+                ),
+            },
+            many=True,
+        ),
+    },
+)
+_DETAIL = inline_serializer("ErrorDetail", {"detail": serializers.CharField()})
+
+
+class IngestView(APIView):
+    """Store a batch of PyRIT memory items; idempotent, validated per item."""
+
+    permission_classes = [HasIngestScope]
+    # Documented for the schema; the view parses the body itself to enforce the size limit
+    # first and to answer malformed JSON with a precise 400.
+    parser_classes = [JSONParser]
+
+    @extend_schema(
+        operation_id="ingest_batch",
+        summary="Ingest a batch of PyRIT memory items",
+        description=(
+            "Send any of `message_pieces`, `conversations`, `scores`, `attack_results`, `seeds`"
+            " as arrays of PyRIT-shaped dicts (0.13 `to_dict()` or 1.x "
+            '`model_dump(mode="json")`). Lists are stored in dependency order (conversations,'
+            " pieces, scores, attack results, seeds) in one transaction, committed before the "
+            "response.\n\n"
+            "* **200**: every item was stored or was already stored identically (a replay).\n"
+            "* **207**: some items were rejected; each rejected item names its list, index, id "
+            "and field. A conflict (same id, different content) is a rejection with code "
+            "`conflict`; nothing is overwritten.\n"
+            "* `?atomic=1`: store all or nothing. If any item is rejected, nothing is stored "
+            "(`stored` = 0, `rolled_back` = true, valid items have status `rolled_back`).\n"
+            "* **400**: malformed JSON or wrong top-level types (nothing stored).\n"
+            "* **413**: body over `REDTEAM_MAX_BODY_BYTES` (default 64 MiB) or more than "
+            "`REDTEAM_MAX_ITEMS` items (default 20,000) in total.\n\n"
+            "Needs an API key with the `ingest` scope (or a staff session)."
+        ),
+        request=_INGEST_REQUEST,
+        parameters=[
+            OpenApiParameter("atomic", OpenApiTypes.BOOL, description="1: store all items or none.")
+        ],
+        responses={
+            200: _INGEST_RESPONSE,
+            207: _INGEST_RESPONSE,
+            400: _DETAIL,
+            401: _DETAIL,
+            403: _DETAIL,
+            413: _DETAIL,
+            415: _DETAIL,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        """Check limits and shape, then hand the batch to redteam.ingest.ingest_batch."""
+        try:
+            atomic = _flag(request, "atomic")
+        except ValueError as exc:
+            return _problem(str(exc), status.HTTP_400_BAD_REQUEST)
+        content_type = (request.content_type or "").split(";")[0].strip().lower()
+        if content_type != "application/json" and not content_type.endswith("+json"):
+            return _problem(
+                f"Send the batch as application/json (got {content_type or 'no content type'}).",
+                status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+            )
+        max_bytes: int = settings.REDTEAM_MAX_BODY_BYTES
+        try:
+            body = read_body_capped(request, max_bytes)
+        except BodyTooLarge:
+            return _problem(
+                f"The request body is larger than the limit of {max_bytes} bytes; "
+                "split the batch into smaller requests.",
+                status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+                limit_bytes=max_bytes,
+            )
+        try:
+            payload = parse_json(body)
+        except UnicodeDecodeError:
+            return _problem("The body is not UTF-8.", status.HTTP_400_BAD_REQUEST)
+        except (ValueError, RecursionError) as exc:
+            return _problem(f"Malformed JSON: {exc}", status.HTTP_400_BAD_REQUEST)
+        try:
+            lists = validate_payload(payload)
+        except PayloadError as exc:
+            return _problem(str(exc), status.HTTP_400_BAD_REQUEST)
+        max_items: int = settings.REDTEAM_MAX_ITEMS
+        total = count_items(lists)
+        if total > max_items:
+            return _problem(
+                f"The batch holds {total} items; the limit is {max_items} per request. "
+                "Split it into smaller batches.",
+                status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+                limit_items=max_items,
+            )
+        report = ingest_batch(lists, atomic=atomic, user=request.user)
+        return Response(report.as_dict(), status=report.status_code)
+
+
+def _store_media(data: bytes, *, filename: str, user: Any) -> MediaBlob:
+    # Imported here: redteam.media (h2) and memory.services are app-level code this
+    # project-level view composes; resolving late keeps `manage.py check` import order simple.
+    from memory.services import link_media
+
+    from redteam.media import store_media_bytes
+
+    blob = store_media_bytes(data, filename=filename, user=user)
+    link_media(blob)
+    return blob
+
+
+def _blob_dict(blob: MediaBlob) -> dict[str, Any]:
+    return {"sha256": blob.sha256, "size": blob.size, "content_type": blob.content_type}
+
+
+_MEDIA_RESPONSE = inline_serializer(
+    "MediaBlob",
+    {
+        "sha256": serializers.CharField(),
+        "size": serializers.IntegerField(),
+        "content_type": serializers.CharField(),
+        "created": serializers.BooleanField(),
+    },
+)
+
+
+class MediaUploadView(APIView):
+    """Upload the bytes of an image/audio/video/binary piece; stored by sha256."""
+
+    permission_classes = [HasIngestScope]
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(
+        operation_id="media_upload",
+        summary="Upload media bytes",
+        description=(
+            "Multipart form with the field `file` and, optionally, `sha256` (the hex digest the"
+            " client computed; it is verified). Bytes are stored once, addressed by sha256, "
+            "and linked to every piece whose value or sha256 refers to them. Limit: "
+            "`REDTEAM_MAX_MEDIA_BYTES` (default 256 MiB), answered with 413. Returns 201 when "
+            "new, 200 when the bytes were already stored."
+        ),
+        request={
+            "multipart/form-data": inline_serializer(
+                "MediaUpload",
+                {"file": serializers.FileField(), "sha256": serializers.CharField(required=False)},
+            )
+        },
+        responses={200: _MEDIA_RESPONSE, 201: _MEDIA_RESPONSE, 400: _DETAIL, 413: _DETAIL},
+    )
+    def post(self, request: Request) -> Response:
+        """Verify size and claimed digest, store the bytes, link the pieces that refer to them."""
+        max_bytes: int = settings.REDTEAM_MAX_MEDIA_BYTES
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        # The multipart envelope adds a little; anything beyond that is refused unread.
+        if declared > max_bytes + 64 * 1024:
+            return _problem(
+                f"The upload is larger than the limit of {max_bytes} bytes.",
+                status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+                limit_bytes=max_bytes,
+            )
+        upload = request.FILES.get("file")
+        if upload is None:
+            return _problem("Send the bytes in the multipart field 'file'.", 400)
+        if upload.size is not None and upload.size > max_bytes:
+            return _problem(
+                f"The file is larger than the limit of {max_bytes} bytes.",
+                status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+                limit_bytes=max_bytes,
+            )
+        data = upload.read()
+        digest = hashlib.sha256(data).hexdigest()
+        claimed = str(request.data.get("sha256") or "").strip().lower()
+        if claimed and claimed != digest:
+            return _problem(
+                f"The sha256 sent ({claimed[:64]}) does not match the bytes ({digest}).", 400
+            )
+        existed = MediaBlob.objects.filter(sha256=digest).exists()
+        blob = _store_media(data, filename=upload.name or "", user=request.user)
+        body = {**_blob_dict(blob), "created": not existed}
+        return Response(body, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
+
+
+class MediaMissingView(APIView):
+    """Which of the given sha256s are not stored yet (lets a client skip re-uploads)."""
+
+    permission_classes = [HasIngestScope]
+    parser_classes = [JSONParser]
+
+    @extend_schema(
+        operation_id="media_missing",
+        summary="Which media hashes are not stored yet",
+        request=inline_serializer(
+            "MediaMissingRequest",
+            {"sha256": serializers.ListField(child=serializers.CharField(), max_length=1000)},
+        ),
+        responses={
+            200: inline_serializer(
+                "MediaMissingResponse",
+                {"missing": serializers.ListField(child=serializers.CharField())},
+            ),
+            400: _DETAIL,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        """Answer with the subset of `sha256` that has no stored blob."""
+        hashes = request.data.get("sha256") if isinstance(request.data, dict) else None
+        if not isinstance(hashes, list) or len(hashes) > MAX_MISSING_QUERY:
+            return _problem(f"Send {{'sha256': [up to {MAX_MISSING_QUERY} hex digests]}}.", 400)
+        bad = [h for h in hashes if not isinstance(h, str) or not SHA256_RE.match(h)]
+        if bad:
+            return _problem("Every sha256 must be 64 lowercase hex characters.", 400)
+        present = set(MediaBlob.objects.filter(sha256__in=hashes).values_list("sha256", flat=True))
+        missing = [h for h in dict.fromkeys(hashes) if h not in present]
+        return Response({"missing": missing})
+
+
+class MediaDetailView(APIView):
+    """Serve stored media bytes with a safe content type."""
+
+    permission_classes = [HasReadScope]
+
+    @extend_schema(
+        operation_id="media_download",
+        summary="Download media bytes",
+        description=(
+            "Bytes of a stored blob. Images, audio and video of common formats are served "
+            "inline; anything else (SVG, HTML, unknown) as an attachment. Always with "
+            "`X-Content-Type-Options: nosniff` and a sandboxing Content-Security-Policy."
+        ),
+        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY, 404: _DETAIL},
+    )
+    def get(self, request: Request, sha256: str) -> FileResponse:
+        """Stream the blob; 404 for unknown (or malformed) digests."""
+        if not SHA256_RE.match(sha256):  # the URL pattern already restricts it; belt and braces
+            raise Http404
+        blob = MediaBlob.objects.filter(sha256=sha256).first()
+        if blob is None or not default_storage.exists(blob.storage_name):
+            raise Http404
+        content_type = (blob.content_type or "application/octet-stream").lower()
+        # The stored type was sniffed from the bytes on upload; anything not plainly inert is
+        # downloaded rather than rendered.
+        inline = content_type in INLINE_CONTENT_TYPES
+        response = FileResponse(
+            default_storage.open(blob.storage_name, "rb"),
+            content_type=content_type,
+            as_attachment=not inline,
+            filename=f"{blob.sha256}",
+        )
+        response["X-Content-Type-Options"] = "nosniff"
+        # Even if a browser rendered it, nothing from this response may run or load.
+        response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+        response["Cache-Control"] = "private, max-age=31536000, immutable"
+        return response

@@ -1,0 +1,30 @@
+"""URLs of the REST API: /api/v1/... plus the OpenAPI schema and its docs page."""
+
+from __future__ import annotations
+
+from csp.decorators import csp_update
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+
+from redteam import api
+
+v1 = [
+    path("ingest/", api.IngestView.as_view(), name="ingest"),
+    path("media/", api.MediaUploadView.as_view(), name="media-upload"),
+    path("media/missing/", api.MediaMissingView.as_view(), name="media-missing"),
+    path("media/<str:sha256>/", api.MediaDetailView.as_view(), name="media-detail"),
+]
+
+urlpatterns = [
+    path("v1/", include((v1, "api"), namespace="api")),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    # Swagger UI from local static files; its own stylesheet sets a few inline styles, which
+    # the site-wide CSP forbids, so this page (which shows no ingested data) allows them.
+    path(
+        "docs/",
+        csp_update({"style-src": ["'unsafe-inline'"]})(
+            SpectacularSwaggerSplitView.as_view(url_name="api-schema")
+        ),
+        name="api-docs",
+    ),
+]

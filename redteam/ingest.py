@@ -1,0 +1,206 @@
+"""Batch ingestion: route each list of a payload to its service, in dependency order.
+
+The services (memory, scoring, seeds) validate and store their own kind and return one
+ItemOutcome per item. This module only checks the payload's top-level shape, hands each list
+to its service inside ONE transaction (so a crash anywhere leaves nothing half-written), and
+folds the outcomes into the API's answer. With `atomic=True` the transaction is rolled back
+as soon as any item is rejected, so a batch is stored whole or not at all.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils.module_loading import import_string
+
+from redteam.outcomes import FieldError, ItemOutcome
+
+logger = logging.getLogger(__name__)
+
+StoreFn = Callable[[Sequence[Mapping[str, Any]]], list[ItemOutcome]]
+
+# Payload key -> service, in the order they must run: conversations before the pieces that
+# belong to them, pieces before the scores and attack results that point at them. Seeds
+# depend on nothing. Resolved lazily so each app's services stay importable on their own.
+INGEST_SERVICES: dict[str, str] = {
+    "conversations": "memory.services.store_conversations",
+    "message_pieces": "memory.services.store_message_pieces",
+    "scores": "scoring.services.store_scores",
+    "attack_results": "memory.services.store_attack_results",
+    "seeds": "seeds.services.store_seeds",
+}
+INGEST_KINDS: tuple[str, ...] = tuple(INGEST_SERVICES)
+
+# The per-item status reported for a valid item whose atomic batch was rolled back.
+ROLLED_BACK = "rolled_back"
+
+
+class PayloadError(ValueError):
+    """The payload's top-level shape is wrong (answered with 400, nothing is stored)."""
+
+
+def validate_payload(payload: Any) -> dict[str, list[Any]]:
+    """Check the top level: an object whose keys are known kinds and whose values are lists."""
+    if not isinstance(payload, dict):
+        raise PayloadError(
+            f"The body must be a JSON object with any of {', '.join(INGEST_KINDS)}; "
+            f"got {type(payload).__name__}."
+        )
+    unknown = sorted(str(k) for k in payload if k not in INGEST_SERVICES)
+    if unknown:
+        # A typo such as "pieces" must not be silently ignored.
+        raise PayloadError(
+            f"Unknown key(s) {', '.join(map(repr, unknown))}; expected any of "
+            f"{', '.join(INGEST_KINDS)}."
+        )
+    lists: dict[str, list[Any]] = {}
+    for kind in INGEST_KINDS:
+        if kind not in payload or payload[kind] is None:
+            continue
+        value = payload[kind]
+        if not isinstance(value, list):
+            raise PayloadError(f"{kind!r} must be a JSON array; got {type(value).__name__}.")
+        lists[kind] = value
+    return lists
+
+
+def count_items(payload: Mapping[str, Any]) -> int:
+    """How many items a (validated) payload holds, for the item limit."""
+    return sum(len(v) for v in payload.values() if isinstance(v, list))
+
+
+def _item_id(item: Mapping[str, Any], kind: str) -> str | None:
+    key = "attack_result_id" if kind == "attack_results" else "id"
+    if kind == "conversations":
+        key = "conversation_id"
+    value = item.get(key)
+    return value if isinstance(value, str) else None
+
+
+@dataclass
+class IngestReport:
+    """The outcome of one batch: per-item results plus whether it was rolled back."""
+
+    outcomes: list[ItemOutcome]
+    atomic: bool = False
+    rolled_back: bool = False
+
+    @property
+    def stored(self) -> int:
+        """Items newly written (0 when the batch was rolled back)."""
+        if self.rolled_back:
+            return 0
+        return sum(1 for o in self.outcomes if o.status == "stored")
+
+    @property
+    def unchanged(self) -> int:
+        """Items already stored with identical content (replays)."""
+        return sum(1 for o in self.outcomes if o.status == "unchanged")
+
+    @property
+    def errors(self) -> int:
+        """Items rejected (invalid or conflicting)."""
+        return sum(1 for o in self.outcomes if o.status == "rejected")
+
+    @property
+    def ok(self) -> bool:
+        """True when every item is stored now or was before."""
+        return self.errors == 0 and not self.rolled_back
+
+    @property
+    def status_code(self) -> int:
+        """200 when every item is stored or unchanged, else 207 (multi-status)."""
+        return 200 if self.ok else 207
+
+    def as_dict(self) -> dict[str, Any]:
+        """The API response body."""
+        items = []
+        for outcome in self.outcomes:
+            item = outcome.as_dict()
+            if self.rolled_back and outcome.status == "stored":
+                item["status"] = ROLLED_BACK
+            items.append(item)
+        body: dict[str, Any] = {
+            "stored": self.stored,
+            "unchanged": self.unchanged,
+            "errors": self.errors,
+            "items": items,
+        }
+        if self.atomic:
+            body["atomic"] = True
+            body["rolled_back"] = self.rolled_back
+        return body
+
+
+class _RollBack(Exception):
+    """Raised inside the atomic block to undo an atomic batch with rejected items."""
+
+
+def _run_service(kind: str, items: list[Any]) -> list[ItemOutcome]:
+    """Hand the object items to the kind's service; reject non-objects here, keep indexes."""
+    outcomes: list[ItemOutcome | None] = [None] * len(items)
+    objects: list[Mapping[str, Any]] = []
+    positions: list[int] = []
+    for index, item in enumerate(items):
+        if isinstance(item, dict):
+            objects.append(item)
+            positions.append(index)
+        else:
+            outcomes[index] = ItemOutcome(
+                kind=kind,
+                index=index,
+                id=None,
+                status="rejected",
+                errors=[
+                    FieldError(None, f"Each item must be a JSON object; got {type(item).__name__}.")
+                ],
+            )
+    if objects:
+        store: StoreFn = import_string(INGEST_SERVICES[kind])
+        results = store(objects)
+        if len(results) != len(objects):  # a broken service must not misreport silently
+            raise RuntimeError(
+                f"{INGEST_SERVICES[kind]} returned {len(results)} outcomes for {len(objects)} items"
+            )
+        for position, result in zip(positions, results, strict=True):
+            result.kind = kind
+            result.index = position
+            if result.id is None:
+                result.id = _item_id(items[position], kind)
+            outcomes[position] = result
+    return [o for o in outcomes if o is not None]
+
+
+def ingest_batch(payload: Any, *, atomic: bool = False, user: Any = None) -> IngestReport:
+    """Validate the payload's shape and store every list through its service, in one transaction.
+
+    Raises PayloadError for a wrong top-level shape. Per-item problems come back as rejected
+    ItemOutcomes. Any unexpected exception rolls back the whole batch and propagates.
+    """
+    lists = validate_payload(payload)
+    outcomes: list[ItemOutcome] = []
+    rolled_back = False
+    try:
+        with transaction.atomic():
+            for kind in INGEST_KINDS:
+                if lists.get(kind):
+                    outcomes.extend(_run_service(kind, lists[kind]))
+            if atomic and any(o.status == "rejected" for o in outcomes):
+                raise _RollBack
+    except _RollBack:
+        rolled_back = True
+    report = IngestReport(outcomes=outcomes, atomic=atomic, rolled_back=rolled_back)
+    if report.errors:
+        logger.info(
+            "ingest by %s: %d stored, %d unchanged, %d rejected%s",
+            getattr(user, "username", user),
+            report.stored,
+            report.unchanged,
+            report.errors,
+            " (rolled back)" if rolled_back else "",
+        )
+    return report

@@ -1,0 +1,216 @@
+"""API keys: Bearer auth, scopes, revocation, expiry, sessions, and no anonymous access."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from redteam.models import ApiKey, AuditEvent
+from tests.api.conftest import KeyFactory, bearer_client
+
+pytestmark = pytest.mark.django_db
+
+INGEST = "/api/v1/ingest/"
+READ = "/api/schema/"  # a GET behind the read scope that needs no other app's code
+
+
+def _api_routes() -> list[str]:
+    """Every URL under /api/, with path converters filled by harmless values."""
+    routes: list[str] = []
+
+    def walk(patterns: list[Any], prefix: str) -> None:
+        for p in patterns:
+            route = str(p.pattern)
+            if isinstance(p, URLResolver):
+                walk(p.url_patterns, prefix + route)
+            elif isinstance(p, URLPattern):
+                routes.append(prefix + route)
+
+    walk(get_resolver().url_patterns, "")
+    filled = []
+    for route in routes:
+        if not route.startswith("api/"):
+            continue
+        route = route.lstrip("^").rstrip("$")
+        route = re.sub(r"<(?:\w+:)?sha256>", "a" * 64, route)
+        route = re.sub(r"<(?:\w+:)?\w*hash\w*>", "b" * 64, route)
+        route = re.sub(r"<[^>]+>", "00000000-0000-4000-8000-000000000000", route)
+        route = re.sub(r"\(\?P<[^>]+>[^)]*\)", "x", route)
+        route = route.replace("\\.", ".").replace("\\Z", "")
+        filled.append("/" + route)
+    return filled
+
+
+def test_every_api_route_refuses_anonymous_get_and_post() -> None:
+    routes = _api_routes()
+    assert INGEST in routes and "/api/schema/" in routes and "/api/docs/" in routes
+    client = APIClient()
+    for route in routes:
+        for method in ("get", "post"):
+            response = getattr(client, method)(route)
+            assert response.status_code in (401, 403, 405), (method, route, response.status_code)
+            assert response.status_code != 200
+
+
+def test_missing_key_is_answered_with_401_and_a_bearer_challenge() -> None:
+    response = APIClient().post(INGEST, {}, format="json")
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_ingest_and_read_with_a_valid_key(make_key: KeyFactory) -> None:
+    client = bearer_client(make_key("ingest", "read"))
+    assert client.post(INGEST, {}, format="json").status_code == 200
+    assert client.get(READ).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Bearer nonsense",
+        "Bearer abc.def",
+        "Bearer ",
+        "Bearer a.b c",
+        "Bearer \u00e9t\u00e9.x",
+    ],
+)
+def test_wrong_or_malformed_key_is_401(make_key: KeyFactory, header: str) -> None:
+    make_key("ingest")
+    client = APIClient()
+    response = client.post(INGEST, {}, format="json", HTTP_AUTHORIZATION=header)
+    assert response.status_code == 401
+
+
+def test_right_prefix_with_wrong_secret_is_401(make_key: KeyFactory) -> None:
+    key = make_key("ingest")
+    prefix = key.partition(".")[0]
+    response = bearer_client(f"{prefix}.{'x' * 32}").post(INGEST, {}, format="json")
+    assert response.status_code == 401
+
+
+def test_revoked_key_is_401(make_key: KeyFactory) -> None:
+    key = make_key("ingest", "read")
+    ApiKey.objects.filter(prefix=key.partition(".")[0]).update(revoked=True)
+    client = bearer_client(key)
+    assert client.post(INGEST, {}, format="json").status_code == 401
+    assert client.get(READ).status_code == 401
+
+
+def test_expired_key_is_401(make_key: KeyFactory) -> None:
+    key = make_key("ingest", expiry_date=timezone.now() - timedelta(seconds=1))
+    assert bearer_client(key).post(INGEST, {}, format="json").status_code == 401
+
+
+def test_key_of_inactive_user_is_401(make_key: KeyFactory, user: User) -> None:
+    key = make_key("ingest")
+    user.is_active = False
+    user.save()
+    assert bearer_client(key).post(INGEST, {}, format="json").status_code == 401
+
+
+def test_read_only_key_cannot_ingest(make_key: KeyFactory) -> None:
+    client = bearer_client(make_key("read"))
+    response = client.post(INGEST, {}, format="json")
+    assert response.status_code == 403
+    assert "ingest" in response.json()["detail"]
+    assert client.get(READ).status_code == 200
+
+
+def test_ingest_only_key_cannot_read(make_key: KeyFactory) -> None:
+    client = bearer_client(make_key("ingest"))
+    response = client.get(READ)
+    assert response.status_code == 403
+    assert b"scope" in response.content and b"read" in response.content
+    assert client.post(INGEST, {}, format="json").status_code == 200
+
+
+def test_key_without_scopes_can_do_nothing(make_key: KeyFactory) -> None:
+    _, key = ApiKey.objects.create_key(name="none", user=User.objects.get(), scopes=[])
+    client = bearer_client(key)
+    assert client.post(INGEST, {}, format="json").status_code == 403
+    assert client.get(READ).status_code == 403
+
+
+def test_api_key_acts_as_its_own_user(make_key: KeyFactory, other_user: User) -> None:
+    key = make_key("ingest", owner=other_user)
+    api_key = ApiKey.objects.get(prefix=key.partition(".")[0])
+    assert api_key.user == other_user
+    assert bearer_client(key).post(INGEST, {}, format="json").status_code == 200
+    api_key.refresh_from_db()
+    assert api_key.last_used_at is not None
+
+
+def test_session_user_reads_but_cannot_ingest_unless_staff(user: User) -> None:
+    client = Client()
+    client.force_login(user)
+    assert client.get(READ).status_code == 200
+    assert client.post(INGEST, "{}", content_type="application/json").status_code == 403
+    user.is_staff = True
+    user.save()
+    assert client.post(INGEST, "{}", content_type="application/json").status_code == 200
+
+
+def test_staff_session_ingest_requires_csrf(user: User) -> None:
+    user.is_staff = True
+    user.save()
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    assert client.post(INGEST, "{}", content_type="application/json").status_code == 403
+
+
+def test_bearer_requests_do_not_need_csrf(make_key: KeyFactory) -> None:
+    client = APIClient(enforce_csrf_checks=True)
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {make_key('ingest')}")
+    assert client.post(INGEST, {}, format="json").status_code == 200
+
+
+def test_authentication_costs_one_query(
+    make_key: KeyFactory, django_assert_num_queries: Any
+) -> None:
+    client = bearer_client(make_key("read"))
+    client.get(READ)  # first use stamps last_used_at
+    # 1: the key row joined with its user. The schema view itself runs no query.
+    with django_assert_num_queries(1):
+        assert client.get(READ).status_code == 200
+
+
+def test_create_api_key_prints_a_working_key_once(user: User, capsys: Any) -> None:
+    call_command("create_api_key", "--user", user.username, "--scopes", "ingest,read")
+    out, err = capsys.readouterr()
+    key = out.strip()
+    assert "." in key and "shown once" in err
+    api_key = ApiKey.objects.get()
+    assert api_key.user == user and sorted(api_key.scopes) == ["ingest", "read"]
+    assert key not in api_key.hashed_key and api_key.hashed_key.startswith("sha512$$")
+    assert AuditEvent.objects.filter(action="api_key.create", object_id=api_key.prefix).exists()
+    assert bearer_client(key).post(INGEST, {}, format="json").status_code == 200
+
+
+def test_create_api_key_with_read_scope_only(user: User, capsys: Any) -> None:
+    call_command("create_api_key", "--user", user.username, "--scopes", "read")
+    key = capsys.readouterr().out.strip()
+    assert bearer_client(key).post(INGEST, {}, format="json").status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--user", "nobody", "--scopes", "read"], "No user"),
+        (["--user", "attacker", "--scopes", "admin"], "Unknown"),
+        (["--user", "attacker", "--scopes", ","], "Unknown"),
+    ],
+)
+def test_create_api_key_rejects_bad_arguments(user: User, args: list[str], message: str) -> None:
+    with pytest.raises(CommandError, match=message):
+        call_command("create_api_key", *args)
+    assert not ApiKey.objects.exists()
