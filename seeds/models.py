@@ -10,13 +10,16 @@ from django.db import models
 from simple_history.models import HistoricalRecords
 
 from redteam.choices import DATA_TYPE_CHOICES, ROLE_CHOICES, SEED_TYPE_CHOICES
-from redteam.pyrit_enums import PROMPT_DATA_TYPES, SEED_TYPES
+from redteam.pyrit_enums import CHAT_MESSAGE_ROLES, PROMPT_DATA_TYPES, SEED_TYPES
 
 
 class SeedDataset(models.Model):
     """A named PyRIT SeedDataset; its YAML-level defaults are kept for export."""
 
     dataset_name = models.CharField(max_length=255, unique=True)
+    # False when the YAML gave only `name` (PyRIT loads such a file with dataset_name None and
+    # its seeds carry the name); export then writes `name` alone, as the file had it.
+    dataset_name_declared = models.BooleanField(default=True)
     name = models.CharField(max_length=255, null=True, blank=True)
     description = models.TextField(null=True, blank=True)
     source = models.TextField(null=True, blank=True)
@@ -53,7 +56,13 @@ class SeedGroup(models.Model):
     history = HistoricalRecords()
 
     class Meta:
-        ordering = ["dataset", "created_at", "id"]
+        # By column, not by the related model's ordering (which would join the dataset table).
+        ordering = ["dataset_id", "id"]
+        indexes = [
+            models.Index(
+                fields=["dataset", "content_sha256"], name="seedgroup_dataset_content_idx"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.alias or str(self.prompt_group_id)
@@ -84,6 +93,9 @@ class Seed(models.Model):
     group = models.ForeignKey(
         SeedGroup, null=True, blank=True, on_delete=models.CASCADE, related_name="seeds"
     )
+    # Place inside the group in PyRIT's canonical order (objective, simulated conversation,
+    # prompts by sequence); keeps the order of prompts that share a sequence.
+    position = models.PositiveIntegerField(default=0)
     prompt_group_alias = models.CharField(max_length=255, null=True, blank=True)
     is_general_technique = models.BooleanField(default=False)
     is_jinja_template = models.BooleanField(default=False)
@@ -115,7 +127,7 @@ class Seed(models.Model):
     history = HistoricalRecords()
 
     class Meta:
-        ordering = ["dataset", "group", "sequence", "created_at"]
+        ordering = ["dataset_id", "group_id", "position", "id"]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(seed_type__in=list(SEED_TYPES)), name="seed_type_valid"
@@ -123,6 +135,14 @@ class Seed(models.Model):
             models.CheckConstraint(
                 condition=models.Q(data_type__in=list(PROMPT_DATA_TYPES)),
                 name="seed_data_type_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(role__isnull=True) | models.Q(role__in=list(CHAT_MESSAGE_ROLES)),
+                name="seed_role_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(num_turns__isnull=True) | models.Q(num_turns__gt=0),
+                name="seed_num_turns_positive",
             ),
             # PyRIT: an objective can never be a general technique.
             models.CheckConstraint(
@@ -132,6 +152,9 @@ class Seed(models.Model):
         ]
         indexes = [
             models.Index(fields=["dataset", "value_sha256"], name="seed_dataset_sha_idx"),
+            models.Index(
+                fields=["dataset", "group", "position"], name="seed_dataset_group_pos_idx"
+            ),
         ]
 
     def __str__(self) -> str:
