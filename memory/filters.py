@@ -3,7 +3,8 @@
 Conversation filters read the Conversation summary columns (never aggregating pieces);
 attack-result filters read AttackResult's denormalised columns. Both accept:
 
-    label=key:value (repeatable; AND across keys, OR within a key), operation=, operator=
+    label=key:value or key=value (repeatable; AND across keys, OR within a key), operation=,
+    operator=
     target=<identifier hash or class name>, attack=<class>, converter=<class> (repeatable, all)
     harm_category= (repeatable, any), outcome= (repeatable, any), after= / before= (date or
     ISO datetime, inclusive)
@@ -12,6 +13,7 @@ attack-result filters read AttackResult's denormalised columns. Both accept:
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time
 from typing import Any
@@ -20,17 +22,32 @@ import django_filters as df
 from django import forms
 from django.apps import apps
 from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from memory.lookups import JSONHasElement, JSONHasKeyValue, pieces_matching
-from memory.models import AttackResult, Conversation, MessagePiece
-from redteam.pyrit_enums import ATTACK_OUTCOMES, PROMPT_DATA_TYPES
+from memory.models import (
+    AttackResult,
+    ComponentIdentifier,
+    Conversation,
+    MessagePiece,
+    PieceConverter,
+)
+from redteam.pyrit_enums import (
+    ATTACK_OUTCOMES,
+    CHAT_MESSAGE_ROLES,
+    IDENTIFIER_TYPES,
+    PROMPT_DATA_TYPES,
+    PROMPT_RESPONSE_ERRORS,
+    SCORE_TYPES,
+)
 
 # PyRIT's own rule for label keys (get_attack_results); values are free text.
 LABEL_KEY_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+LABEL_SEPARATOR_RE = re.compile(r"[:=]")
 HASH_RE = re.compile(r"^[0-9a-f]{64}$")
 MAX_VALUES = 20
 MAX_VALUE_CHARS = 300
@@ -69,10 +86,17 @@ class LabelField(MultiValueCharField):
         """Split each pair at the first colon and check the key against PyRIT's pattern."""
         pairs = []
         for raw in super().to_python(value):
-            key, sep, val = raw.partition(":")
+            # key:value or key=value (the API's documented spelling). Keys never contain either
+            # character, so the first one found always ends the key.
+            match = LABEL_SEPARATOR_RE.search(raw)
+            if match:
+                key, sep, val = raw[: match.start()], match.group(), raw[match.end() :]
+            else:
+                key, sep, val = raw, "", ""
             if not sep or not LABEL_KEY_RE.match(key.strip()):
                 raise ValidationError(
-                    "Labels are key:value with a key of letters, digits, '_', '.' or '-'.",
+                    "Labels are key:value (or key=value) with a key of letters, digits, '_', "
+                    "'.' or '-'.",
                     code="invalid_label",
                 )
             pairs.append((key.strip(), val.strip()))
@@ -344,3 +368,209 @@ class AttackResultFilterSet(df.FilterSet):
         if value is None:
             return qs
         return qs.exclude(converter_classes=[]) if value else qs.filter(converter_classes=[])
+
+
+# ---------------------------------------------------------------------------------------------
+# Message pieces and identifiers (the REST API's /api/v1/message-pieces and /identifiers)
+# ---------------------------------------------------------------------------------------------
+
+ROLE_CHOICES = [(r, r) for r in CHAT_MESSAGE_ROLES]
+RESPONSE_ERROR_CHOICES = [(e, e) for e in PROMPT_RESPONSE_ERRORS]
+IDENTIFIER_USE_CHOICES = [(t, t) for t in IDENTIFIER_TYPES]
+
+
+class PieceLabelFilter(LabelFilter):
+    """Labels of a piece: its own (0.13 pieces carry labels) or its conversation's (1.x)."""
+
+    def apply(self, qs: QuerySet[Any], value: list[tuple[str, str]]) -> QuerySet[Any]:
+        """Every key matches one of its values, on the piece or on its conversation."""
+        by_key: dict[str, list[str]] = {}
+        for key, val in value:
+            by_key.setdefault(key, []).append(val)
+        for key, vals in by_key.items():
+            condition = Q()
+            for val in vals:
+                condition |= Q(JSONHasKeyValue("conversation__labels", key, val))
+                condition |= Q(JSONHasKeyValue("labels", key, val))
+            qs = qs.filter(condition)
+        return qs
+
+
+class UUIDListField(MultiValueCharField):
+    """Repeatable UUID parameter; a malformed one makes the form (and the request) invalid."""
+
+    def to_python(self, value: Any) -> list[uuid.UUID]:  # type: ignore[override]
+        """Parse each value as a UUID."""
+        try:
+            return [uuid.UUID(v) for v in super().to_python(value)]
+        except ValueError:
+            raise ValidationError("Enter valid UUIDs.", code="invalid_uuid") from None
+
+
+class InFilter(MultiValueFilter):
+    """A plain column equal to any of the given values."""
+
+    def apply(self, qs: QuerySet[Any], value: list[Any]) -> QuerySet[Any]:
+        """Column IN values."""
+        return qs.filter(**{f"{self.field_name}__in": value})
+
+
+class UUIDInFilter(InFilter):
+    """A UUID column equal to any of the given UUIDs."""
+
+    field_class = UUIDListField
+
+
+def _identifier_condition(value: str, prefix: str) -> Q:
+    """`prefix` is an identifier FK path; a 64-hex value is its hash, anything else its class."""
+    value = value.strip()
+    if HASH_RE.match(value):
+        return Q(**{f"{prefix}_id": value})
+    return Q(**{f"{prefix}__class_name": value})
+
+
+class MessagePieceFilterSet(df.FilterSet):
+    """Filters for /api/v1/message-pieces, after PyRIT's get_message_pieces (section 9).
+
+    Labels, harm categories, target and outcome are conversation-scoped in 1.x, so they are
+    matched on the piece's own 0.13 columns OR on its conversation's summary columns.
+    """
+
+    conversation_id = InFilter(field_name="conversation_id")
+    id = UUIDInFilter(field_name="id")
+    original_prompt_id = UUIDInFilter(field_name="original_prompt_id")
+    role = ChoicesFilter(field_name="role", choices=ROLE_CHOICES)
+    # PyRIT's data_type / not_data_type test the converted value's type.
+    data_type = ChoicesFilter(field_name="converted_value_data_type", choices=DATA_TYPE_CHOICES)
+    not_data_type = df.ChoiceFilter(
+        field_name="converted_value_data_type", choices=DATA_TYPE_CHOICES, exclude=True
+    )
+    original_data_type = ChoicesFilter(
+        field_name="original_value_data_type", choices=DATA_TYPE_CHOICES
+    )
+    response_error = ChoicesFilter(field_name="response_error", choices=RESPONSE_ERROR_CHOICES)
+    converted_value_sha256 = InFilter(field_name="converted_value_sha256")
+    label = PieceLabelFilter(field_name="labels")
+    operation = df.CharFilter(method="filter_fixed_label", max_length=300)
+    operator = df.CharFilter(method="filter_fixed_label", max_length=300)
+    harm_category = MultiValueFilter(field_name="targeted_harm_categories", method="filter_harm")
+    target = df.CharFilter(method="filter_target", max_length=300)
+    attack = df.CharFilter(method="filter_attack", max_length=300)
+    converter = MultiValueFilter(field_name="converters", method="filter_converter")
+    outcome = ChoicesFilter(field_name="conversation__outcome", choices=OUTCOME_CHOICES)
+    score_type = df.ChoiceFilter(choices=[(t, t) for t in SCORE_TYPES], method="filter_score_type")
+    score_value = df.CharFilter(method="filter_score_value", max_length=64)
+    after = DateBoundFilter(field_name="timestamp", bound="gte")
+    before = DateBoundFilter(field_name="timestamp", bound="lte")
+
+    class Meta:
+        model = MessagePiece
+        fields: list[str] = []
+
+    def filter_fixed_label(
+        self, qs: QuerySet[MessagePiece], name: str, value: str
+    ) -> QuerySet[Any]:
+        """``operation=`` / ``operator=``: the label of that name."""
+        if not value.strip():
+            return qs
+        return PieceLabelFilter(field_name="labels").apply(qs, [(name, value.strip())])
+
+    def filter_harm(self, qs: QuerySet[MessagePiece], name: str, value: list[str]) -> QuerySet[Any]:
+        """Any of the harm categories, on the piece (0.13) or its conversation."""
+        condition = Q()
+        for v in value:
+            condition |= Q(JSONHasElement("conversation__harm_categories", v))
+            condition |= Q(JSONHasElement("targeted_harm_categories", v))
+        return qs.filter(condition)
+
+    def filter_target(self, qs: QuerySet[MessagePiece], name: str, value: str) -> QuerySet[Any]:
+        """Target identifier (hash or class): the piece's own (0.13) or its conversation's."""
+        if not value.strip():
+            return qs
+        return qs.filter(
+            _identifier_condition(value, "target_identifier")
+            | _identifier_condition(value, "conversation__target_identifier")
+        )
+
+    def filter_attack(self, qs: QuerySet[MessagePiece], name: str, value: str) -> QuerySet[Any]:
+        """Attack identifier (hash or class) on the piece (0.13), or the conversation's attack."""
+        if not value.strip():
+            return qs
+        value = value.strip()
+        condition = _identifier_condition(value, "attack_identifier")
+        if not HASH_RE.match(value):
+            condition |= Q(conversation__attack_class=value)
+        return qs.filter(condition)
+
+    def filter_converter(
+        self, qs: QuerySet[MessagePiece], name: str, value: list[str]
+    ) -> QuerySet[Any]:
+        """Pieces converted by every given converter (hash or class name)."""
+        for v in value:
+            uses = PieceConverter.objects.filter(piece_id=OuterRef("pk")).filter(
+                _identifier_condition(v, "identifier")
+            )
+            qs = qs.filter(Exists(uses))
+        return qs
+
+    def _scored(self, **conditions: Any) -> Exists:
+        # Scores attach through original_prompt_id (PyRIT's prompt_request_response_id).
+        score_model = apps.get_model("scoring", "Score")
+        scores = score_model.objects.filter(message_piece_id=OuterRef("original_prompt_id"))
+        return Exists(scores.filter(**conditions))
+
+    def filter_score_type(self, qs: QuerySet[MessagePiece], name: str, value: str) -> QuerySet[Any]:
+        """Pieces with a score of this type."""
+        return qs.filter(self._scored(score_type=value)) if value else qs
+
+    def filter_score_value(
+        self, qs: QuerySet[MessagePiece], name: str, value: str
+    ) -> QuerySet[Any]:
+        """Pieces with a score of this value (case-insensitive: PyRIT stores "False" too)."""
+        if not value.strip():
+            return qs
+        return qs.filter(self._scored(score_value__iexact=value.strip()))
+
+
+class IdentifierFilterSet(df.FilterSet):
+    """Filters for /api/v1/identifiers: by class, module, eval hash, and what uses it."""
+
+    class_name = InFilter(field_name="class_name")
+    class_module = df.CharFilter(field_name="class_module", max_length=512)
+    eval_hash = df.CharFilter(field_name="eval_hash", max_length=64)
+    hash_prefix = df.CharFilter(
+        field_name="hash",
+        lookup_expr="startswith",
+        max_length=64,
+        validators=[RegexValidator(r"^[0-9a-f]+$", "Lowercase hex digits only.")],
+    )
+    pyrit_version = df.CharFilter(field_name="pyrit_version", max_length=32)
+    used_as = df.ChoiceFilter(choices=IDENTIFIER_USE_CHOICES, method="filter_used_as")
+
+    class Meta:
+        model = ComponentIdentifier
+        fields: list[str] = []
+
+    def filter_used_as(
+        self, qs: QuerySet[ComponentIdentifier], name: str, value: str
+    ) -> QuerySet[Any]:
+        """Identifiers used directly as a target, attack, scorer or converter somewhere."""
+        if not value:
+            return qs
+        ref = OuterRef("hash")
+        if value == "converter":
+            used = Exists(PieceConverter.objects.filter(identifier_id=ref))
+        elif value == "target":
+            used = Exists(Conversation.objects.filter(target_identifier_id=ref)) | Exists(
+                MessagePiece.objects.filter(target_identifier_id=ref)
+            )
+        elif value == "attack":
+            used = Exists(AttackResult.objects.filter(atomic_attack_identifier_id=ref)) | Exists(
+                MessagePiece.objects.filter(attack_identifier_id=ref)
+            )
+        else:
+            score_model = apps.get_model("scoring", "Score")
+            used = Exists(score_model.objects.filter(scorer_identifier_id=ref)) | Exists(
+                MessagePiece.objects.filter(scorer_identifier_id=ref)
+            )
+        return qs.filter(used)
