@@ -53,15 +53,19 @@ def record_audit(
     object_type: str,
     object_id: object,
     detail: Mapping[str, Any] | None = None,
+    using: str | None = None,
 ) -> AuditEvent:
-    """Write one audit event; `actor` defaults to the current request's user (see module)."""
+    """Write one audit event; `actor` defaults to the current request's user (see module).
+
+    `using` names the database alias (signals pass the one the audited row was written to).
+    """
     if actor is _CURRENT:
         user, name = current_actor()
     elif actor is None or not getattr(actor, "is_authenticated", False):
         user, name = None, SYSTEM_ACTOR
     else:
         user, name = actor, actor.get_username()
-    return AuditEvent.objects.create(
+    return AuditEvent.objects.db_manager(using).create(
         actor=user,
         actor_name=name[:150],
         action=action,

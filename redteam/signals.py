@@ -29,7 +29,12 @@ def _remember_revoked(sender: type[ApiKey], instance: ApiKey, **kwargs: Any) -> 
     if instance._state.adding:
         instance._audit_was_revoked = False  # type: ignore[attr-defined]
         return
-    stored = ApiKey.objects.filter(pk=instance.pk).values_list("revoked", flat=True).first()
+    stored = (
+        ApiKey.objects.using(kwargs.get("using"))
+        .filter(pk=instance.pk)
+        .values_list("revoked", flat=True)
+        .first()
+    )
     instance._audit_was_revoked = bool(stored)  # type: ignore[attr-defined]
 
 
@@ -42,6 +47,7 @@ def _audit_key_saved(sender: type[ApiKey], instance: ApiKey, created: bool, **kw
             object_type=OBJECT_TYPE,
             object_id=instance.prefix,
             detail=_key_detail(instance),
+            using=kwargs.get("using"),
         )
     if instance.revoked and not getattr(instance, "_audit_was_revoked", False):
         record_audit(
@@ -49,6 +55,7 @@ def _audit_key_saved(sender: type[ApiKey], instance: ApiKey, created: bool, **kw
             object_type=OBJECT_TYPE,
             object_id=instance.prefix,
             detail=_key_detail(instance),
+            using=kwargs.get("using"),
         )
     instance._audit_was_revoked = instance.revoked  # type: ignore[attr-defined]
 

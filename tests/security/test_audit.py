@@ -143,3 +143,20 @@ def test_seed_change_in_admin_is_versioned_with_who_and_when(
     assert latest is not None
     assert (latest.description, latest.history_type, latest.history_user) == ("v2", "~", staff)
     assert latest.history_date is not None
+
+
+def test_create_api_key_command_is_audited_once_as_the_command(owner: Any) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command(
+        "create_api_key", user="attacker-bot", scopes="read", stdout=out, stderr=StringIO()
+    )
+    key = ApiKey.objects.get()
+    assert out.getvalue().strip().startswith(key.prefix + ".")
+    [event] = _events("api_key.create")
+    assert (event.actor, event.actor_name) == (None, "manage.py create_api_key")
+    assert event.object_id == key.prefix
+    assert event.detail["scopes"] == ["read"]

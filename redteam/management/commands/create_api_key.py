@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from redteam.audit import acting_as
 from redteam.models import ApiKey, ApiKeyScope
 
 
@@ -46,8 +47,9 @@ class Command(BaseCommand):
         scopes = sorted(set(scopes))
         name = (options["name"] or f"{username} {'+'.join(scopes)}")[:50]
 
-        api_key, key = ApiKey.objects.create_key(name=name, user=user, scopes=scopes)
-        # redteam/signals.py records the creation in the audit trail.
+        # redteam/signals.py records the creation in the audit trail, attributed to the command.
+        with acting_as(name="manage.py create_api_key"):
+            api_key, key = ApiKey.objects.create_key(name=name, user=user, scopes=scopes)
         self.stderr.write(
             f"Created API key {api_key.prefix!r} for {username} with scopes {scopes}. "
             "It is shown once; store it now."
