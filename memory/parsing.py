@@ -1,0 +1,499 @@
+"""Parse and validate PyRIT's serialized shapes (0.13 ``to_dict()`` and 1.x ``model_dump``).
+
+No database access here: every check that needs only the item itself lives in this module and
+returns plain dataclasses whose ``row`` dicts are ready for ``Model(**row)``. The services add
+the checks that need stored rows (conflicts, Message roles across batches).
+
+Validation follows what PyRIT would have produced (PYRIT-MODEL.md sections 1-6):
+
+* Unknown keys are rejected (PyRIT's pydantic models are ``extra="forbid"``). The one
+  extension is an optional ``pyrit_version`` string on every kind, the column PyRIT's own
+  memory tables keep per row; it is stored and never exported in the PyRIT shapes.
+* ``id``, ``timestamp`` (and a piece's ``sequence``) are required even where PyRIT has a
+  default: a default made up here (a fresh uuid4, "now") would break idempotent replays.
+* Timestamps must carry an offset or ``Z`` in both lines (1.x rejects naive datetimes and
+  0.13's ``isoformat()`` always wrote ``+00:00``). They are stored as UTC.
+* A piece's ``converted_value`` may be missing (PyRIT then mirrors ``original_value``), but an
+  explicit null, or ``""`` next to a non-empty original, is something PyRIT never serializes
+  (its validator replaces falsy values), so it is rejected.
+* Strings (keys included) must not hold NUL characters or lone surrogates, and JSON numbers
+  must be finite: PostgreSQL's text and jsonb cannot store them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from redteam.identifiers import ComponentIdentifier
+from redteam.outcomes import FieldError
+
+__all__ = [
+    "EXTENSION_KEYS",
+    "MISSING",
+    "ParsedIdentifier",
+    "canonical",
+    "dump_digest",
+    "json_problem",
+    "parse_identifier",
+    "raw_id",
+]
+
+HEX64: Final = re.compile(r"^[0-9a-f]{64}$")
+INT32: Final = (-(2**31), 2**31 - 1)
+INT64: Final = (-(2**63), 2**63 - 1)
+MAX_ID_LENGTH: Final = 255
+MAX_IDENTIFIER_DEPTH: Final = 64
+EXTENSION_KEYS: Final = frozenset({"pyrit_version"})
+
+MISSING: Final = object()
+
+
+# --- canonical forms -----------------------------------------------------------------------
+
+
+def _canon_json(value: Any) -> Any:
+    """Map a JSON value to the form both databases give back, for comparisons only."""
+    if isinstance(value, float):
+        # PostgreSQL's jsonb keeps "1.0" as 1.0 but prints exponent floats without the
+        # exponent (1e+20 -> 100000000000000000000, read back as int) and has no -0.
+        if value == 0.0:
+            return 0.0
+        if value.is_integer() and "e" in repr(value):
+            return int(value)
+        return value
+    if isinstance(value, dict):
+        return {k: _canon_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_canon_json(v) for v in value]
+    return value
+
+
+def canonical(value: Any) -> Any:
+    """A comparable form of a stored or incoming field value (1 and 1.0 stay distinct)."""
+    if isinstance(value, dict | list):
+        return json.dumps(_canon_json(value), sort_keys=True, separators=(",", ":"))
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat()
+    return value
+
+
+def dump_digest(dump: Mapping[str, Any]) -> str:
+    """IdentifierDump primary key: sha256 of the dump's canonical JSON (sorted keys)."""
+    text = json.dumps(dump, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# --- JSON safety ---------------------------------------------------------------------------
+
+
+def _walk_problem(value: Any, path: str, depth: int) -> tuple[str, str] | None:
+    """Slow, exact search for the first value PostgreSQL could not store."""
+    if depth > 200:
+        return path, "is nested too deeply"
+    if isinstance(value, str):
+        if "\x00" in value:
+            return path, "contains a NUL character (\\u0000), which cannot be stored"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path, "contains an unpaired surrogate, which is not valid Unicode"
+        return None
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return path, "must be a finite number (NaN and Infinity are not JSON)"
+        return None
+    if value is None or isinstance(value, bool | int):
+        return None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            sub = f"{path}.{key}" if path else str(key)
+            if not isinstance(key, str):
+                return sub, "object keys must be strings"
+            found = _walk_problem(key, sub, depth + 1) or _walk_problem(item, sub, depth + 1)
+            if found:
+                return found
+        return None
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            found = _walk_problem(item, f"{path}[{i}]", depth + 1)
+            if found:
+                return found
+        return None
+    return path, f"is not a JSON value ({type(value).__name__})"
+
+
+def json_problem(value: Any) -> tuple[str, str] | None:
+    """(field path, message) of the first string/number PostgreSQL cannot store, else None."""
+    # Fast path: one C-level serialization; only a suspicious item pays for the exact walk.
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")
+    except (ValueError, TypeError, UnicodeEncodeError, RecursionError):
+        return _walk_problem(value, "", 0) or ("", "is not valid JSON")
+    if "\\u0000" in text:
+        return _walk_problem(value, "", 0)
+    return None
+
+
+# --- a small field reader ------------------------------------------------------------------
+
+
+class _Reader:
+    """Reads typed fields from one item, collecting FieldErrors named by field path."""
+
+    def __init__(self, item: Mapping[str, Any], prefix: str, errors: list[FieldError]):
+        self.item = item
+        self.prefix = prefix
+        self.errors = errors
+
+    def name(self, key: str) -> str:
+        return f"{self.prefix}{key}"
+
+    def error(self, key: str, message: str) -> None:
+        self.errors.append(FieldError(self.name(key), message))
+
+    def raw(self, key: str, *, required: bool) -> Any:
+        value = self.item.get(key, MISSING)
+        if value is MISSING and required:
+            self.error(key, "This field is required.")
+        return value
+
+    def string(
+        self,
+        key: str,
+        *,
+        required: bool = False,
+        nullable: bool = True,
+        default: Any = None,
+        max_length: int | None = None,
+        non_empty: bool = False,
+    ) -> Any:
+        value = self.raw(key, required=required)
+        if value is MISSING:
+            return default
+        if value is None:
+            if not nullable:
+                self.error(key, "This field may not be null.")
+            return None
+        if not isinstance(value, str):
+            self.error(key, f"Must be a string, not {_type_name(value)}.")
+            return default
+        if non_empty and not value:
+            self.error(key, "Must not be empty.")
+        if max_length is not None and len(value) > max_length:
+            self.error(key, f"Must be at most {max_length} characters (got {len(value)}).")
+        return value
+
+    def choice(
+        self,
+        key: str,
+        choices: Sequence[str],
+        *,
+        required: bool = False,
+        default: str | None = None,
+        nullable: bool = False,
+    ) -> Any:
+        value = self.raw(key, required=required)
+        if value is MISSING:
+            return default
+        if value is None and nullable:
+            return None
+        if not isinstance(value, str) or value not in choices:
+            self.error(key, f"{value!r} is not one of {', '.join(choices)}.")
+            return default
+        return value
+
+    def uuid(self, key: str, *, required: bool = False, nullable: bool = True) -> Any:
+        value = self.raw(key, required=required)
+        if value is MISSING:
+            return None
+        if value is None:
+            if not nullable or required:
+                self.error(key, "This field may not be null.")
+            return None
+        return _parse_uuid(value, self, key)
+
+    def integer(
+        self, key: str, *, required: bool = False, default: int = 0, bounds: tuple[int, int] = INT32
+    ) -> Any:
+        value = self.raw(key, required=required)
+        if value is MISSING:
+            return default
+        # bool is an int in Python but not in PyRIT's JSON.
+        if not isinstance(value, int) or isinstance(value, bool):
+            self.error(key, f"Must be an integer, not {_type_name(value)}.")
+            return default
+        if not bounds[0] <= value <= bounds[1]:
+            self.error(key, f"Must be between {bounds[0]} and {bounds[1]}.")
+            return default
+        return value
+
+    def timestamp(self, key: str, *, required: bool = False) -> Any:
+        value = self.raw(key, required=required)
+        if value is MISSING:
+            return None
+        if value is None:
+            self.error(key, "This field may not be null.")
+            return None
+        return _parse_timestamp(value, self, key)
+
+    def json_object(self, key: str, *, default_empty: bool = True, nullable: bool = False) -> Any:
+        value = self.raw(key, required=False)
+        if value is MISSING:
+            return {} if default_empty else None
+        if value is None:
+            if nullable:
+                return None
+            self.error(key, "Must be an object, not null.")
+            return {}
+        if not isinstance(value, Mapping):
+            self.error(key, f"Must be an object, not {_type_name(value)}.")
+            return {}
+        return dict(value)
+
+    def str_dict(self, key: str) -> dict[str, str]:
+        value = self.json_object(key)
+        for k, v in value.items():
+            if not isinstance(v, str):
+                self.error(f"{key}.{k}", f"Label values must be strings, not {_type_name(v)}.")
+        return value
+
+    def str_list(self, key: str, *, nullable: bool = True, default: Any = None) -> Any:
+        value = self.raw(key, required=False)
+        if value is MISSING:
+            return default
+        if value is None:
+            if not nullable:
+                self.error(key, "Must be a list, not null.")
+                return default
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.error(key, "Must be a list of strings.")
+            return default
+        return list(value)
+
+    def unknown_keys(self, allowed: frozenset[str], what: str) -> None:
+        for key in self.item:
+            if key not in allowed:
+                self.error(
+                    str(key),
+                    f"Unknown field for a {what} (PyRIT's model forbids extra fields).",
+                )
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)
+
+
+def _parse_uuid(value: Any, reader: _Reader, key: str) -> uuid.UUID | None:
+    if not isinstance(value, str):
+        reader.error(key, f"Must be a UUID string, not {_type_name(value)}.")
+        return None
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        reader.error(key, f"{value[:80]!r} is not a valid UUID.")
+        return None
+
+
+def _parse_timestamp(value: Any, reader: _Reader, key: str) -> datetime | None:
+    if not isinstance(value, str):
+        reader.error(key, f"Must be an ISO-8601 string, not {_type_name(value)}.")
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        reader.error(key, f"{value[:80]!r} is not an ISO-8601 datetime.")
+        return None
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        reader.error(
+            key,
+            f"{value[:80]!r} is a naive datetime; add 'Z' or a UTC offset "
+            "(PyRIT rejects naive timestamps).",
+        )
+        return None
+    return parsed.astimezone(UTC)
+
+
+def _sha256_field(reader: _Reader, key: str) -> Any:
+    value = reader.string(key)
+    if isinstance(value, str) and not HEX64.match(value):
+        reader.error(key, "Must be 64 lowercase hex characters (a SHA-256 digest) or null.")
+        return None
+    return value
+
+
+def _id_string(reader: _Reader, key: str) -> Any:
+    return reader.string(
+        key, required=True, nullable=False, max_length=MAX_ID_LENGTH, non_empty=True
+    )
+
+
+def _pyrit_version(reader: _Reader) -> Any:
+    return reader.string("pyrit_version", max_length=32)
+
+
+# --- identifiers ---------------------------------------------------------------------------
+
+
+@dataclass
+class ParsedIdentifier:
+    """One identifier use: its dump (kept verbatim) and the rows of every node of its tree."""
+
+    digest: str
+    dump_json: str
+    identifier: ComponentIdentifier
+    nodes: list[dict[str, Any]]
+
+    @property
+    def hash(self) -> str:
+        """The root node's hash (the ComponentIdentifier row this use points at)."""
+        return self.identifier.hash
+
+    @property
+    def class_name(self) -> str:
+        """The root node's class name."""
+        return self.identifier.class_name
+
+
+def _check_identifier_structure(value: Any, legacy: bool, depth: int = 0) -> str | None:
+    """Type-check the flat dump before handing it to ComponentIdentifier (which trusts types)."""
+    if depth > MAX_IDENTIFIER_DEPTH:
+        return f"is nested more than {MAX_IDENTIFIER_DEPTH} levels deep"
+    if not isinstance(value, Mapping):
+        return f"must be an identifier object, not {_type_name(value)}"
+    for key, limit in (("class_name", 255), ("class_module", 512), ("__type__", 255)):
+        v = value.get(key)
+        if v is not None and (not isinstance(v, str) or len(v) > limit):
+            return f"'{key}' must be a string of at most {limit} characters"
+    for key in ("eval_hash",) + (("hash",) if legacy else ()):
+        v = value.get(key)
+        if v is not None and v != "" and (not isinstance(v, str) or not HEX64.match(v)):
+            return f"'{key}' must be 64 lowercase hex characters"
+    v = value.get("pyrit_version")
+    if v is not None and (not isinstance(v, str) or len(v) > 32):
+        return "'pyrit_version' must be a string of at most 32 characters"
+    children = value.get("children")
+    if children is not None:
+        if not isinstance(children, Mapping):
+            return "'children' must be an object"
+        for name, child in children.items():
+            for item in child if isinstance(child, list) else [child]:
+                problem = _check_identifier_structure(item, legacy, depth + 1)
+                if problem:
+                    return f"child {name!r} {problem}"
+    attributes = value.get("attributes")
+    if attributes is not None and not isinstance(attributes, Mapping):
+        return "'attributes' must be an object"
+    return None
+
+
+def _iter_nodes(root: ComponentIdentifier) -> Iterator[ComponentIdentifier]:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in node.children.values():
+            stack.extend(child if isinstance(child, list) else [child])
+
+
+def _node_row(node: ComponentIdentifier) -> dict[str, Any]:
+    children = {
+        name: child.hash if isinstance(child, ComponentIdentifier) else [c.hash for c in child]
+        for name, child in node.children.items()
+    }
+    return {
+        "hash": node.hash,
+        "class_name": node.class_name,
+        "class_module": node.class_module,
+        "params": dict(node.params),
+        "children": children,
+        "attributes": dict(node.attributes),
+        "pyrit_version": node.pyrit_version,
+        "eval_hash": node.eval_hash,
+        # A legacy row's hash was computed on untruncated params: keep it, and say so.
+        "hash_is_stored": node.stored_hash is not None and node.stored_hash != node.content_hash,
+    }
+
+
+def parse_identifier(
+    value: Any, field_name: str, *, legacy: bool, errors: list[FieldError]
+) -> ParsedIdentifier | None:
+    """Parse one identifier dump (legacy ``from_dict`` or 1.x ``model_validate``)."""
+    if value is None or value is MISSING:
+        return None
+    # 0.13 memory wrote an absent identifier as {} (NOT NULL columns); it means "none".
+    if legacy and isinstance(value, Mapping) and not value:
+        return None
+    problem = _check_identifier_structure(value, legacy)
+    if problem:
+        errors.append(FieldError(field_name, f"Identifier {problem}."))
+        return None
+    try:
+        identifier = (
+            ComponentIdentifier.from_dict(value)
+            if legacy
+            else ComponentIdentifier.model_validate(value)
+        )
+    except (ValueError, TypeError) as exc:
+        errors.append(FieldError(field_name, f"Invalid identifier: {exc}"))
+        return None
+    except RecursionError:
+        errors.append(FieldError(field_name, "Identifier is nested too deeply."))
+        return None
+    nodes: dict[str, dict[str, Any]] = {}
+    for node in _iter_nodes(identifier):
+        nodes.setdefault(node.hash, _node_row(node))
+    return ParsedIdentifier(
+        digest=dump_digest(value),
+        dump_json=json.dumps(value, ensure_ascii=False),
+        identifier=identifier,
+        nodes=list(nodes.values()),
+    )
+
+
+def _identifier_list(reader: _Reader, key: str, *, legacy: bool) -> list[ParsedIdentifier]:
+    value = reader.raw(key, required=False)
+    if value is MISSING or value is None:
+        return []
+    if not isinstance(value, list):
+        reader.error(key, f"Must be a list of identifiers, not {_type_name(value)}.")
+        return []
+    out: list[ParsedIdentifier] = []
+    for i, item in enumerate(value):
+        parsed = parse_identifier(
+            item, reader.name(f"{key}[{i}]"), legacy=legacy, errors=reader.errors
+        )
+        if parsed is not None:
+            out.append(parsed)
+        elif item is not None and isinstance(item, Mapping) and not item:
+            reader.error(f"{key}[{i}]", "An empty identifier is not allowed in a list.")
+    return out
+
+
+def raw_id(item: Any, key: str) -> str | None:
+    """The item's id as sent (a string, cut to 255), for outcomes of unparseable items."""
+    if isinstance(item, Mapping):
+        value = item.get(key)
+        if isinstance(value, str):
+            return value[:255]
+    return None

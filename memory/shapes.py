@@ -1,0 +1,191 @@
+"""PyRIT's serialized shapes as data: the keys of each kind, in PyRIT's serialization order.
+
+Shared by parsing (allowed keys), the services (fields compared on replay) and export (key
+order). PYRIT-MODEL.md sections 2.2, 3.3, 5.2 and 6.1 are the reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+PIECE_KEYS_1X: Final = (
+    "id",
+    "role",
+    "conversation_id",
+    "sequence",
+    "timestamp",
+    "original_value",
+    "original_value_data_type",
+    "original_value_sha256",
+    "converted_value",
+    "converted_value_data_type",
+    "converted_value_sha256",
+    "response_error",
+    "original_prompt_id",
+    "prompt_metadata",
+    "converter_identifiers",
+)
+PIECE_KEYS_013: Final = (
+    "id",
+    "role",
+    "conversation_id",
+    "sequence",
+    "timestamp",
+    "labels",
+    "targeted_harm_categories",
+    "prompt_metadata",
+    "converter_identifiers",
+    "prompt_target_identifier",
+    "attack_identifier",
+    "scorer_identifier",
+    "original_value_data_type",
+    "original_value",
+    "original_value_sha256",
+    "converted_value_data_type",
+    "converted_value",
+    "converted_value_sha256",
+    "response_error",
+    "originator",
+    "original_prompt_id",
+    "scores",
+)
+LEGACY_PIECE_ONLY: Final = frozenset(PIECE_KEYS_013) - frozenset(PIECE_KEYS_1X)
+
+SCORE_KEYS_1X: Final = (
+    "id",
+    "score_value",
+    "status",
+    "score_value_description",
+    "score_type",
+    "score_category",
+    "score_rationale",
+    "score_metadata",
+    "scorer_class_identifier",
+    "message_piece_id",
+    "scorable",
+    "timestamp",
+    "objective",
+)
+SCORE_KEYS_ENTRY: Final = (
+    "id",
+    "score_value",
+    "score_value_description",
+    "status",
+    "score_type",
+    "score_category",
+    "score_rationale",
+    "score_metadata",
+    "scorer_class_identifier",
+    "scorable",
+    "scorable_content_id",
+    "prompt_request_response_id",
+    "timestamp",
+    "objective",
+)
+SCORE_KEYS_013: Final = (
+    "id",
+    "score_value",
+    "score_value_description",
+    "score_type",
+    "score_category",
+    "score_rationale",
+    "score_metadata",
+    "scorer_class_identifier",
+    "message_piece_id",
+    "timestamp",
+    "objective",
+)
+# 0.13's ScoreEntries table also had a `task` column (a copy of objective); the SQLite
+# importer passes it so nothing in the file is dropped. It is not part of to_dict().
+SCORE_EXTRA_013: Final = frozenset({"task"})
+
+ATTACK_RESULT_KEYS_1X: Final = (
+    "conversation_id",
+    "objective",
+    "attack_result_id",
+    "atomic_attack_identifier",
+    "last_response",
+    "last_score",
+    "executed_turns",
+    "execution_time_ms",
+    "outcome",
+    "outcome_reason",
+    "timestamp",
+    "related_conversations",
+    "metadata",
+    "labels",
+    "targeted_harm_categories",
+    "error_message",
+    "error_type",
+    "error_traceback",
+    "retry_events",
+    "total_retries",
+    "attribution_parent_id",
+    "attribution_data",
+)
+ATTACK_RESULT_KEYS_013: Final = (
+    "conversation_id",
+    "objective",
+    "attack_result_id",
+    "atomic_attack_identifier",
+    "last_response",
+    "last_score",
+    "executed_turns",
+    "execution_time_ms",
+    "outcome",
+    "outcome_reason",
+    "related_conversations",
+    "metadata",
+)
+ATTACK_RESULT_1X_ONLY: Final = frozenset(ATTACK_RESULT_KEYS_1X) - frozenset(ATTACK_RESULT_KEYS_013)
+# 0.13's AttackResultEntries table had a timestamp its to_dict() lacked; the SQLite importer
+# passes it (with the row's pyrit_version) so the newest result per conversation is known.
+ATTACK_RESULT_EXTRA_013: Final = frozenset({"timestamp"})
+CONVERSATION_KEYS: Final = ("conversation_id", "target_identifier", "retries")
+RETRY_EVENT_KEYS: Final = (
+    "timestamp",
+    "attempt_number",
+    "function_name",
+    "exception_type",
+    "exception_message",
+    "component_role",
+    "component_name",
+    "endpoint",
+    "elapsed_seconds",
+)
+SCORABLE_KEYS: Final[Mapping[str, frozenset[str]]] = {
+    "message": frozenset({"scorable_type", "message_piece_ids"}),
+    "content": frozenset({"scorable_type", "value", "data_type"}),
+    "content_entry": frozenset({"scorable_type", "content_id", "data_type"}),
+}
+
+
+# Fields compared when a score id is already stored, per incoming shape.
+SCORE_COMPARE_1X: Final = (
+    "score_value",
+    "status",
+    "score_value_description",
+    "score_type",
+    "score_category",
+    "score_rationale",
+    "score_metadata",
+    "scorer_dump_id",
+    "message_piece_id",
+    "scorable",
+    "timestamp",
+    "objective",
+)
+SCORE_COMPARE_ENTRY: Final = (*SCORE_COMPARE_1X, "scorable_content_id")
+SCORE_COMPARE_013: Final = (
+    "score_value",
+    "score_value_description",
+    "score_type",
+    "score_category",
+    "score_rationale",
+    "score_metadata",
+    "scorer_dump_id",
+    "message_piece_id",
+    "timestamp",
+    "objective",
+)
