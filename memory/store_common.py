@@ -1,0 +1,165 @@
+"""Shared parts of the ingestion services: replay comparison, conversation locking, hooks.
+
+Conversations are created as empty stubs with INSERT ... ON CONFLICT DO NOTHING, then locked
+with SELECT ... FOR UPDATE ordered by primary key (PostgreSQL; SQLite serialises writers),
+so two batches that touch the same conversation serialise on its row instead of failing or
+losing a summary update, and cannot deadlock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from django.apps import apps
+from django.utils.module_loading import import_string
+
+from memory.bulk import bulk_insert
+from memory.models import Conversation
+from memory.parsing import canonical
+from memory.parsing_pieces import ParsedScore
+from redteam.outcomes import FieldError, ItemOutcome
+
+KIND_CONVERSATIONS = "conversations"
+KIND_PIECES = "message_pieces"
+KIND_ATTACK_RESULTS = "attack_results"
+
+
+# --- the scoring hook ----------------------------------------------------------------------
+
+ParsedScoreStore = Callable[[Sequence[ParsedScore]], list[ItemOutcome]]
+# Scores live in the scoring app, which depends on this one, so memory never imports it:
+# the store is looked up by dotted path when first needed (or replaced through
+# register_score_store, e.g. in tests).
+SCORE_STORE_PATH = "scoring.services.store_parsed_scores"
+_score_store: list[ParsedScoreStore] = []
+
+
+def register_score_store(store: ParsedScoreStore) -> None:
+    """Use ``store`` for scores embedded in 0.13 pieces and in attack results."""
+    _score_store[:] = [store]
+
+
+def _score_store_or_none() -> ParsedScoreStore | None:
+    if not _score_store and apps.is_installed("scoring"):
+        _score_store.append(import_string(SCORE_STORE_PATH))
+    return _score_store[0] if _score_store else None
+
+
+def store_embedded_scores(scores: Sequence[ParsedScore]) -> list[ItemOutcome] | None:
+    """Store scores through the scoring app; None when it is not installed."""
+    store = _score_store_or_none()
+    if not scores or store is None:
+        return None
+    return store(scores)
+
+
+# --- shared helpers ------------------------------------------------------------------------
+
+
+def first_difference(
+    new: Mapping[str, Any], old: Mapping[str, Any], fields: Iterable[str]
+) -> str | None:
+    """The first field whose canonical values differ, or None when all are equal."""
+    for name in fields:
+        if canonical(new.get(name)) != canonical(old.get(name)):
+            return name
+    return None
+
+
+def conflict(kind: str, item_id: Any, field: str | None) -> FieldError:
+    noun = {
+        KIND_PIECES: "message piece",
+        KIND_ATTACK_RESULTS: "attack result",
+        KIND_CONVERSATIONS: "conversation",
+    }.get(kind, "item")
+    detail = f" (field {field!r} differs)" if field else ""
+    return FieldError(
+        field,
+        f"A {noun} with id {item_id} is already stored with different content{detail}; "
+        "stored items are never overwritten.",
+        code="conflict",
+    )
+
+
+def item_id(parsed: Any, key: str = "id") -> str | None:
+    value = parsed.row.get(key) if parsed.row else None
+    if value is not None:
+        return str(value)
+    raw: str | None = parsed.raw_id
+    return raw
+
+
+def prefixed(errors: Iterable[FieldError], prefix: str) -> list[FieldError]:
+    return [
+        FieldError(f"{prefix}{e.field}" if e.field else prefix.rstrip("."), e.message, e.code)
+        for e in errors
+    ]
+
+
+def lock_conversations(
+    conversation_ids: Iterable[str], **annotations: Any
+) -> dict[str, Conversation]:
+    """Create missing conversations as stubs, then lock and read them all (two queries)."""
+    ids = sorted(set(conversation_ids))
+    # Sorted inserts and a sorted FOR UPDATE give every transaction the same lock order.
+    bulk_insert(Conversation, [Conversation(conversation_id=c) for c in ids], ignore_conflicts=True)
+    query = Conversation.objects.select_for_update().filter(pk__in=ids).order_by("pk")
+    if annotations:
+        query = query.annotate(**annotations)
+    return {c.pk: c for c in query}
+
+
+def dedupe(parsed: Sequence[Any], key: str) -> dict[int, int]:
+    """Map the index of each repeated id to the index of its first occurrence."""
+    first: dict[Any, int] = {}
+    duplicates: dict[int, int] = {}
+    for i, item in enumerate(parsed):
+        item_id = item.row.get(key) if not item.errors else None
+        if item_id is None:
+            continue
+        if item_id in first:
+            duplicates[i] = first[item_id]
+        else:
+            first[item_id] = i
+    return duplicates
+
+
+def resolve_duplicates(
+    kind: str,
+    parsed: Sequence[Any],
+    outcomes: list[ItemOutcome],
+    duplicates: Mapping[int, int],
+    compare: Callable[[Any], Mapping[str, Any]],
+    fields_of: Callable[[Any], Iterable[str]],
+    key: str = "id",
+) -> None:
+    """A repeated id in one batch: same content follows the first; different is a conflict."""
+    for i, j in duplicates.items():
+        diff = first_difference(compare(parsed[i]), compare(parsed[j]), fields_of(parsed[i]))
+        this_id = item_id(parsed[i], key)
+        if diff is not None:
+            error = FieldError(
+                diff,
+                f"Id {this_id} appears twice in this batch with different content "
+                f"(field {diff!r} differs).",
+                code="conflict",
+            )
+            outcomes[i] = ItemOutcome(kind, i, this_id, "rejected", [error])
+        elif outcomes[j].status == "rejected":
+            outcomes[i] = ItemOutcome(kind, i, this_id, "rejected", list(outcomes[j].errors))
+        else:
+            outcomes[i] = ItemOutcome(kind, i, this_id, "unchanged")
+
+
+def drop_empty_stubs(conversations: Mapping[str, Conversation], used: set[str]) -> None:
+    """Delete stubs created for conversations whose every piece was rejected (rare path)."""
+    empty = [
+        cid
+        for cid, conv in conversations.items()
+        if cid not in used and conv.piece_count == 0 and not conv.declared
+    ]
+    if empty:
+        Conversation.objects.filter(
+            pk__in=empty, piece_count=0, declared=False, attack_results__isnull=True
+        ).delete()

@@ -1,0 +1,239 @@
+"""Ingestion of attack results (see memory.services for the contract)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Exists, F, OuterRef, Subquery
+from django.utils import timezone
+
+from memory.bulk import bulk_insert, bulk_update, store_identifier_uses
+from memory.models import AttackResult, Conversation, ConversationReference
+from memory.parsing_results import ParsedAttackResult, parse_attack_result
+from memory.store_common import (
+    KIND_ATTACK_RESULTS,
+    conflict,
+    dedupe,
+    drop_empty_stubs,
+    first_difference,
+    item_id,
+    lock_conversations,
+    prefixed,
+    resolve_duplicates,
+    store_embedded_scores,
+)
+from memory.store_pieces import store_pieces
+from redteam.outcomes import FieldError, ItemOutcome
+
+ATTACK_RESULT_COMPARE_013 = (
+    "conversation_id",
+    "objective",
+    "atomic_attack_dump_id",
+    "last_response_id",
+    "last_score_id",
+    "executed_turns",
+    "execution_time_ms",
+    "outcome",
+    "outcome_reason",
+    "related",
+    "metadata",
+)
+ATTACK_RESULT_COMPARE_1X = (
+    *ATTACK_RESULT_COMPARE_013,
+    "timestamp",
+    "labels",
+    "targeted_harm_categories",
+    "error_message",
+    "error_type",
+    "error_traceback",
+    "retry_events",
+    "total_retries",
+    "attribution_parent_id",
+    "attribution_data",
+)
+
+# --- attack results ------------------------------------------------------------------------
+
+
+def _related_canonical(related: Iterable[Mapping[str, Any]]) -> list[list[Any]]:
+    return sorted(
+        [r["conversation_id"], r["conversation_type"], r["description"] or ""] for r in related
+    )
+
+
+def _result_compare(result: ParsedAttackResult) -> dict[str, Any]:
+    row = dict(result.row)
+    row["atomic_attack_dump_id"] = result.atomic.digest if result.atomic else None
+    row["related"] = _related_canonical(result.related)
+    return row
+
+
+def _result_fields(result: ParsedAttackResult) -> tuple[str, ...]:
+    return ATTACK_RESULT_COMPARE_013 if result.shape == "0.13" else ATTACK_RESULT_COMPARE_1X
+
+
+def _stored_result_compare(obj: AttackResult, related: list[dict[str, Any]]) -> dict[str, Any]:
+    row = {name: getattr(obj, name) for name in ATTACK_RESULT_COMPARE_1X if name != "related"}
+    row["related"] = _related_canonical(related)
+    return row
+
+
+def _result_model(result: ParsedAttackResult) -> AttackResult:
+    obj = AttackResult(**result.row)
+    if result.atomic is not None:
+        obj.atomic_attack_identifier_id = result.atomic.hash
+        obj.atomic_attack_dump_id = result.atomic.digest
+    return obj
+
+
+def _is_newer(candidate: Any, current: Any, current_exists: bool) -> bool:
+    """PyRIT keeps the newest result per conversation; untimed (0.13) results rank oldest."""
+    if not current_exists:
+        return True
+    if candidate is None:
+        return current is None
+    return current is None or candidate >= current
+
+
+def _embedded(
+    results: Sequence[ParsedAttackResult], valid: list[int], errors: list[list[FieldError]]
+) -> None:
+    """Store each result's last_response piece and last_score; a rejection rejects the result."""
+    with_piece = [i for i in valid if results[i].last_response is not None]
+    if with_piece:
+        pieces = [results[i].last_response for i in with_piece]
+        outcomes = store_pieces([p for p in pieces if p is not None], prefix="last_response.")
+        for i, outcome in zip(with_piece, outcomes, strict=True):
+            if outcome.status == "rejected":
+                errors[i].extend(prefixed(outcome.errors, "last_response."))
+    with_score = [i for i in valid if results[i].last_score is not None and not errors[i]]
+    scores = [results[i].last_score for i in with_score]
+    outcomes_or_none = store_embedded_scores([s for s in scores if s is not None])
+    if outcomes_or_none is not None:
+        for i, outcome in zip(with_score, outcomes_or_none, strict=True):
+            if outcome.status == "rejected":
+                errors[i].extend(prefixed(outcome.errors, "last_score."))
+
+
+@transaction.atomic
+def store_attack_results(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]:
+    """Validate and store AttackResult dicts, their related conversations and embedded items.
+
+    The embedded last_response piece and last_score are stored too (same rules as when sent
+    on their own), so exporting a result gives them back. Queries: the piece store's and the
+    score store's constant counts, then INSERT stubs; SELECT conversations FOR UPDATE;
+    SELECT stored results; [SELECT their references, when some ids are already stored];
+    INSERT identifiers; INSERT dumps; INSERT results; INSERT references; UPDATE conversations.
+    """
+    parsed = [parse_attack_result(item, i) for i, item in enumerate(items)]
+    duplicates = dedupe(parsed, "attack_result_id")
+    errors = [list(r.errors) for r in parsed]
+    valid = [i for i, r in enumerate(parsed) if not errors[i] and i not in duplicates]
+    status: dict[int, str] = {}
+    if valid:
+        _embedded(parsed, valid, errors)
+        valid = [i for i in valid if not errors[i]]
+    if valid:
+        _decide_results(parsed, valid, errors, status)
+    outcomes = [
+        ItemOutcome(
+            KIND_ATTACK_RESULTS,
+            i,
+            item_id(r, "attack_result_id"),
+            "rejected" if errors[i] else status.get(i, "rejected"),
+            errors[i],
+        )
+        for i, r in enumerate(parsed)
+    ]
+    resolve_duplicates(
+        KIND_ATTACK_RESULTS,
+        parsed,
+        outcomes,
+        duplicates,
+        _result_compare,
+        _result_fields,
+        key="attack_result_id",
+    )
+    return outcomes
+
+
+def _decide_results(
+    parsed: Sequence[ParsedAttackResult],
+    valid: list[int],
+    errors: list[list[FieldError]],
+    status: dict[int, str],
+) -> None:
+    """Compare with stored results, insert the new ones and refresh conversation summaries."""
+    latest = AttackResult.objects.filter(conversation_id=OuterRef("pk")).order_by(
+        F("timestamp").desc(nulls_last=True), "-ingested_at"
+    )
+    conversations = lock_conversations(
+        (parsed[i].row["conversation_id"] for i in valid),
+        latest_result_timestamp=Subquery(latest.values("timestamp")[:1]),
+        has_results=Exists(latest),
+    )
+    ids = [parsed[i].id for i in valid]
+    stored = {r.pk: r for r in AttackResult.objects.filter(pk__in=ids)}
+    related: dict[uuid.UUID, list[dict[str, Any]]] = {pk: [] for pk in stored}
+    if stored:
+        for ref in ConversationReference.objects.filter(attack_result_id__in=list(stored)).values(
+            "attack_result_id", "conversation_id", "conversation_type", "description"
+        ):
+            related[ref["attack_result_id"]].append(ref)
+    new: list[ParsedAttackResult] = []
+    for i in valid:
+        result = parsed[i]
+        old = stored.get(result.id)
+        if old is None:
+            new.append(result)
+            status[i] = "stored"
+            continue
+        old_row = _stored_result_compare(old, related[old.pk])
+        diff = first_difference(_result_compare(result), old_row, _result_fields(result))
+        if diff is None:
+            status[i] = "unchanged"
+        else:
+            errors[i].append(conflict(KIND_ATTACK_RESULTS, result.id, diff))
+    if new:
+        store_identifier_uses(r.atomic for r in new if r.atomic is not None)
+        bulk_insert(AttackResult, [_result_model(r) for r in new])
+        bulk_insert(
+            ConversationReference,
+            [ConversationReference(attack_result_id=r.id, **ref) for r in new for ref in r.related],
+        )
+    changed = _update_result_summaries(conversations, new)
+    bulk_update(
+        Conversation,
+        changed,
+        ["outcome", "attack_class", "labels", "harm_categories", "updated_at"],
+    )
+    drop_empty_stubs(conversations, {r.row["conversation_id"] for r in new})
+
+
+def _update_result_summaries(
+    conversations: Mapping[str, Conversation], new: Sequence[ParsedAttackResult]
+) -> list[Conversation]:
+    """Outcome and attack class follow the newest result; labels and harms accumulate."""
+    now = timezone.now()
+    changed: dict[str, Conversation] = {}
+    for result in new:
+        row = result.row
+        conv = conversations[row["conversation_id"]]
+        current = getattr(conv, "latest_result_timestamp", None)
+        exists = bool(getattr(conv, "has_results", False)) or conv.pk in changed
+        if _is_newer(row["timestamp"], current, exists):
+            conv.outcome = row["outcome"]
+            conv.attack_class = row["attack_class"]
+            conv.latest_result_timestamp = row["timestamp"]  # type: ignore[attr-defined]
+        labels = dict(conv.labels or {})
+        labels.update(row["labels"])
+        conv.labels = labels
+        harm = list(conv.harm_categories or [])
+        harm.extend(h for h in row["targeted_harm_categories"] if h not in harm)
+        conv.harm_categories = harm
+        conv.updated_at = now
+        changed[conv.pk] = conv
+    return list(changed.values())
