@@ -117,3 +117,42 @@ def references_to_conversation(conversation_id: str) -> QuerySet[ConversationRef
 def identifiers_for_list() -> QuerySet[ComponentIdentifier]:
     """Identifier rows for pickers and lists, by class name then hash."""
     return ComponentIdentifier.objects.order_by("class_name", "hash")
+
+
+# --- export shapes (memory/export.py, scoring/export.py) -----------------------------------
+
+
+def _converter_dumps() -> Prefetch:
+    """A piece's converter uses with their verbatim dumps, in position order."""
+    return Prefetch(
+        "converters", queryset=PieceConverter.objects.select_related("dump").order_by("position")
+    )
+
+
+def pieces_for_export() -> QuerySet[MessagePiece]:
+    """Pieces with every dump their PyRIT dict needs (two queries for any number of rows)."""
+    return MessagePiece.objects.select_related(
+        "target_dump", "attack_dump", "scorer_dump", "conversation__target_dump"
+    ).prefetch_related(_converter_dumps())
+
+
+def conversations_for_export() -> QuerySet[Conversation]:
+    """Conversations with their target dump (one query)."""
+    return Conversation.objects.select_related("target_dump").order_by("conversation_id")
+
+
+def attack_results_for_export() -> QuerySet[AttackResult]:
+    """Attack results with their dumps, last response (and its dumps) and references."""
+    return AttackResult.objects.select_related(
+        "atomic_attack_dump",
+        "last_response__target_dump",
+        "last_response__attack_dump",
+        "last_response__scorer_dump",
+        "last_response__conversation__target_dump",
+    ).prefetch_related(
+        Prefetch("related_conversations", queryset=ConversationReference.objects.order_by("pk")),
+        Prefetch(
+            "last_response__converters",
+            queryset=PieceConverter.objects.select_related("dump").order_by("position"),
+        ),
+    )

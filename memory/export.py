@@ -1,0 +1,136 @@
+"""Export stored memory back to PyRIT's shapes (1.x ``model_dump(mode="json")``, 0.13 to_dict).
+
+Key orders are PyRIT's (memory/shapes.py). Identifiers come back verbatim from their
+IdentifierDump text. 1.x timestamps end in ``Z`` with microseconds; 0.13 timestamps are
+Python ``isoformat()`` (``+00:00``, microseconds only when non-zero), as each line wrote them.
+
+Exporting N rows costs a constant number of queries when the rows come from
+memory.querysets' ``*_for_export()`` querysets. Scores (which live in the scoring app) are
+attached by scoring/export.py; here a 0.13 piece gets the score dicts it is handed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from memory.models import Conversation, IdentifierDump, MessagePiece
+from memory.reassembly import sort_message_pieces
+from memory.shapes import PIECE_KEYS_013, PIECE_KEYS_1X
+
+__all__ = [
+    "Shape",
+    "dump_of",
+    "export_conversation",
+    "export_piece",
+    "export_pieces",
+    "timestamp_013",
+    "timestamp_1x",
+]
+
+Shape = Literal["1.x", "0.13"]
+
+
+def timestamp_1x(value: datetime | None) -> str | None:
+    """pydantic's JSON form of an aware UTC datetime: ``2026-11-22T02:54:03.565268Z``."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def timestamp_013(value: datetime | None) -> str | None:
+    """0.13's ``datetime.isoformat()`` of an aware UTC datetime (``+00:00``)."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat()
+
+
+def dump_of(dump: IdentifierDump | None) -> dict[str, Any] | None:
+    """The identifier dict exactly as it was received (key order and 1 vs 1.0 kept)."""
+    if dump is None:
+        return None
+    value: dict[str, Any] = json.loads(dump.dump_json)
+    return value
+
+
+def _converters(piece: MessagePiece) -> list[dict[str, Any]]:
+    # Prefetched by pieces_for_export(); the prefetch is ordered by position.
+    return [d for d in (dump_of(c.dump) for c in piece.converters.all()) if d is not None]
+
+
+def _legacy_fields(piece: MessagePiece) -> dict[str, Any]:
+    """The 0.13-only fields; a 1.x piece takes them from its conversation (PYRIT-MODEL 2.1)."""
+    if piece.source_shape == "0.13":
+        return {
+            "labels": piece.labels if piece.labels is not None else {},
+            "targeted_harm_categories": piece.targeted_harm_categories or None,
+            "prompt_target_identifier": dump_of(piece.target_dump),
+            "attack_identifier": dump_of(piece.attack_dump),
+            "scorer_identifier": dump_of(piece.scorer_dump),
+            "originator": piece.originator or "undefined",
+        }
+    conversation: Conversation = piece.conversation
+    return {
+        "labels": dict(conversation.labels or {}),
+        "targeted_harm_categories": list(conversation.harm_categories or []) or None,
+        "prompt_target_identifier": dump_of(conversation.target_dump),
+        "attack_identifier": None,
+        "scorer_identifier": None,
+        "originator": "undefined",
+    }
+
+
+def export_piece(
+    piece: MessagePiece, shape: Shape = "1.x", *, scores: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
+    """One MessagePiece as PyRIT serializes it; ``scores`` fill a 0.13 piece's ``scores``."""
+    values: dict[str, Any] = {
+        "id": str(piece.id),
+        "role": piece.role,
+        "conversation_id": piece.conversation_id,
+        "sequence": piece.sequence,
+        "timestamp": timestamp_1x(piece.timestamp)
+        if shape == "1.x"
+        else timestamp_013(piece.timestamp),
+        "original_value": piece.original_value,
+        "original_value_data_type": piece.original_value_data_type,
+        "original_value_sha256": piece.original_value_sha256,
+        "converted_value": piece.converted_value,
+        "converted_value_data_type": piece.converted_value_data_type,
+        "converted_value_sha256": piece.converted_value_sha256,
+        "response_error": piece.response_error,
+        "original_prompt_id": str(piece.original_prompt_id),
+        "prompt_metadata": piece.prompt_metadata,
+        "converter_identifiers": _converters(piece),
+    }
+    if shape == "1.x":
+        return {key: values[key] for key in PIECE_KEYS_1X}
+    values.update(_legacy_fields(piece))
+    values["scores"] = [dict(s) for s in scores]
+    return {key: values[key] for key in PIECE_KEYS_013}
+
+
+def export_pieces(
+    pieces: Iterable[MessagePiece],
+    shape: Shape = "1.x",
+    *,
+    scores_by_prompt_id: Mapping[Any, Sequence[Mapping[str, Any]]] | None = None,
+    pyrit_order: bool = True,
+) -> list[dict[str, Any]]:
+    """Pieces in PyRIT's memory order (sort_message_pieces) unless told to keep the input's."""
+    rows = list(pieces)
+    if pyrit_order:
+        rows = sort_message_pieces(rows)
+    scores = scores_by_prompt_id or {}
+    return [export_piece(p, shape, scores=scores.get(p.original_prompt_id, ())) for p in rows]
+
+
+def export_conversation(conversation: Conversation) -> dict[str, Any]:
+    """A 1.x Conversation: ``conversation_id``, ``target_identifier``, ``retries``."""
+    return {
+        "conversation_id": conversation.conversation_id,
+        "target_identifier": dump_of(conversation.target_dump),
+        "retries": list(conversation.retries or []),
+    }
