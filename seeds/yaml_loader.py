@@ -25,9 +25,9 @@ Where redteam has to decide (documented in README, "Seed datasets"):
   layout (`.../datasets/seed_datasets/local/...`) that is PyRIT's `datasets` folder. Otherwise it
   is `search_root` (the folder the import started from) or the file's folder; a rendered media
   path `<datasets_path>/seed_datasets/local/<rel>` that does not exist is then looked up as
-  `<dir>/<rel>` in the file's folder and its parents up to `search_root`, so a copy of
-  `seed_datasets/local` (like the fixtures) imports with its media. The value stored for a
-  resolved media seed is the real absolute path of the file read.
+  `<dir>/<rel>` in the file's folder and its parents up to `search_root` (without one, up to
+  three levels up), so a copy of `seed_datasets/local` (like the fixtures) imports with its
+  media. The value stored for a resolved media seed is the real absolute path of the file read.
 * Without a folder (an upload), `datasets_path` renders as `datasets`, nothing is read from disk,
   and media seeds keep `media_path=None` for the caller to resolve from uploaded files or from
   stored blobs (by `value_sha256`).
@@ -56,6 +56,8 @@ from seeds.templating import TemplateSyntaxProblem, render_silent
 
 UPLOAD_DATASETS_PATH = "datasets"
 MAX_MEDIA_BYTES = 256 * 1024 * 1024
+# Without a search root, media are looked for this many folders above the file at most.
+MAX_PARENT_LEVELS = 3
 
 _LIST_FIELDS = ("harm_categories", "authors", "groups", "parameters")
 _MERGED_LIST_FIELDS = ("harm_categories", "authors", "groups")
@@ -565,9 +567,12 @@ class _Loader:
         marker = self.datasets_path.rstrip("/") + "/seed_datasets/local/"
         if value.startswith(marker):
             rel = value[len(marker) :]
-            for folder in (self.base_dir, *self.base_dir.parents):
+            folders = [self.base_dir, *self.base_dir.parents]
+            if self.search_root is None:
+                folders = folders[: 1 + MAX_PARENT_LEVELS]
+            for folder in folders:
                 candidates.append(folder / rel)
-                if self.search_root is None or folder == self.search_root:
+                if folder == self.search_root:
                     break
         for candidate in candidates:
             try:

@@ -1,0 +1,550 @@
+"""Every write to seeds, groups and datasets: API ingestion, YAML import, admin curation.
+
+The API, the admin, the review UI and the management commands all call these functions, so
+PyRIT's rules, dedup and the history trail (who, when, what) apply the same way everywhere.
+Writes are transactional and bulk: ingestion costs a constant number of queries per batch.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.apps import apps
+from django.db import transaction
+from django.db.models import QuerySet
+
+from redteam.outcomes import FieldError, ItemOutcome
+from seeds import rules
+from seeds.bulk import create_with_history, update_quietly, update_with_history
+from seeds.importing import export_dataset, export_seeds, import_dataset
+from seeds.models import Seed, SeedDataset, SeedGroup
+from seeds.parsing import ParsedSeed, comparable, parse_item
+
+__all__ = [
+    "SeedRulesError",
+    "add_harm_category",
+    "attach_media",
+    "check_seed_changes",
+    "delete_seeds",
+    "export_dataset",
+    "export_seeds",
+    "import_dataset",
+    "link_media",
+    "move_seeds_to_dataset",
+    "promote_piece_to_seed",
+    "remove_harm_category",
+    "rename_dataset",
+    "save_seed_changes",
+    "store_seeds",
+]
+
+KIND = "seeds"
+
+
+class SeedRulesError(ValueError):
+    """A write would break PyRIT's seed rules; `errors` pairs each seed (or None) with a rule."""
+
+    def __init__(self, errors: list[tuple[Seed | None, rules.RuleError]]) -> None:
+        super().__init__("; ".join(e.message for _, e in errors))
+        self.errors = errors
+
+
+# -- API ingestion ---------------------------------------------------------------------------
+
+
+@transaction.atomic
+def store_seeds(items: Sequence[Mapping[str, Any]], *, user: Any = None) -> list[ItemOutcome]:
+    """Store PyRIT seed dicts; idempotent by id, conflict on same id + different content.
+
+    Queries are constant in the batch size: look up ids, datasets, groups, the groups' other
+    seeds and media blobs once each, then bulk-insert datasets, groups and seeds (each with
+    its history rows) and bulk-update the groups and positions the new seeds changed.
+    """
+    outcomes: list[ItemOutcome | None] = [None] * len(items)
+    parsed: list[ParsedSeed] = []
+    for index, item in enumerate(items):
+        result = parse_item(index, item)
+        if isinstance(result, ParsedSeed):
+            parsed.append(result)
+        else:
+            raw_id = item.get("id") if isinstance(item, Mapping) else None
+            outcomes[index] = ItemOutcome(KIND, index, _id_text(raw_id), "rejected", result)
+
+    existing = {
+        s.id: s
+        for s in Seed.objects.select_related("group").filter(id__in=[p.seed.id for p in parsed])
+    }
+    fresh: list[ParsedSeed] = []
+    seen: dict[uuid.UUID, ParsedSeed] = {}
+    for p in parsed:
+        stored = existing.get(p.seed.id)
+        earlier = seen.get(p.seed.id)
+        if stored is not None or earlier is not None:
+            before = (
+                comparable(stored, stored.group.prompt_group_id if stored.group else None)
+                if stored is not None
+                else earlier.comparable()  # type: ignore[union-attr]
+            )
+            if _same(before, p.comparable()):
+                outcomes[p.index] = ItemOutcome(KIND, p.index, str(p.seed.id), "unchanged")
+            else:
+                outcomes[p.index] = ItemOutcome(
+                    KIND,
+                    p.index,
+                    str(p.seed.id),
+                    "rejected",
+                    [
+                        FieldError(
+                            "id",
+                            f"Seed {p.seed.id} is already stored with different content.",
+                            "conflict",
+                        )
+                    ],
+                )
+            continue
+        seen[p.seed.id] = p
+        fresh.append(p)
+
+    _place_and_insert(fresh, outcomes, user=user)
+    return [o for o in outcomes if o is not None]
+
+
+def _id_text(raw: Any) -> str | None:
+    return str(raw)[:64] if isinstance(raw, str | uuid.UUID) else None
+
+
+def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return all(_equal(a[k], b[k]) for k in a)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    # JSON columns may come back with ints for floats (or the reverse); 1 == 1.0 is fine here.
+    return bool(a == b)
+
+
+def _place_and_insert(
+    fresh: list[ParsedSeed], outcomes: list[ItemOutcome | None], *, user: Any
+) -> None:
+    """Resolve datasets and groups for new seeds, check group rules, insert in bulk."""
+    if not fresh:
+        return
+    datasets = _datasets_by_name({p.seed.dataset_name for p in fresh}, user=user)
+    group_ids = {p.prompt_group_id for p in fresh}
+    groups = {g.prompt_group_id: g for g in SeedGroup.objects.filter(prompt_group_id__in=group_ids)}
+    members: dict[uuid.UUID, list[Seed]] = defaultdict(list)
+    if groups:
+        by_pk = {g.pk: g.prompt_group_id for g in groups.values()}
+        for s in Seed.objects.filter(group_id__in=list(by_pk)).order_by("position", "id"):
+            members[by_pk[s.group_id]].append(s)
+    blobs = _blobs_for(p.seed for p in fresh)
+
+    by_group: dict[uuid.UUID, list[ParsedSeed]] = defaultdict(list)
+    for p in fresh:
+        by_group[p.prompt_group_id].append(p)
+
+    new_groups: list[SeedGroup] = []
+    changed_groups: list[SeedGroup] = []
+    moved: list[Seed] = []
+    accepted: list[ParsedSeed] = []
+    for group_id, new in by_group.items():
+        old = members.get(group_id, [])
+        candidates = [*old, *(p.seed for p in new)]
+        problems = rules.group_errors(candidates)
+        if problems:
+            for p in new:
+                outcomes[p.index] = ItemOutcome(
+                    KIND,
+                    p.index,
+                    str(p.seed.id),
+                    "rejected",
+                    [FieldError(e.field, f"Group {group_id}: {e.message}") for e in problems],
+                )
+            continue
+        group = groups.get(group_id)
+        if group is None:
+            first = new[0].seed
+            group = SeedGroup(
+                prompt_group_id=group_id,
+                dataset=datasets.get(first.dataset_name),
+                alias=first.prompt_group_alias,
+            )
+            new_groups.append(group)
+        ordered = rules.canonical_order(candidates)
+        for position, s in enumerate(ordered):
+            if s.pk is not None and not s._state.adding and s.position != position:
+                s.position = position
+                moved.append(s)
+            s.position = position
+        content = rules.group_content_sha256(ordered)
+        if group.content_sha256 != content:
+            group.content_sha256 = content
+            if group.pk is not None:
+                changed_groups.append(group)
+        for p in new:
+            p.seed.group = group
+            p.seed.dataset = datasets.get(p.seed.dataset_name)
+            blob = blobs.get(p.seed.value_sha256 or "")
+            if blob is not None and rules.is_media(p.seed.data_type):
+                p.seed.media = blob
+            accepted.append(p)
+
+    create_with_history(SeedGroup, new_groups, user=user)
+    for p in accepted:
+        p.seed.group_id = p.seed.group.pk  # type: ignore[union-attr]
+    create_with_history(Seed, [p.seed for p in accepted], user=user)
+    update_quietly(SeedGroup, changed_groups, ["content_sha256"])
+    update_quietly(Seed, moved, ["position"])
+    for p in accepted:
+        outcomes[p.index] = ItemOutcome(KIND, p.index, str(p.seed.id), "stored")
+
+
+def _datasets_by_name(names: Iterable[str | None], *, user: Any) -> dict[str | None, SeedDataset]:
+    """The datasets seeds name, creating the missing ones (one SELECT, one INSERT at most)."""
+    wanted = {n for n in names if n}
+    found = {d.dataset_name: d for d in SeedDataset.objects.filter(dataset_name__in=wanted)}
+    missing = [SeedDataset(dataset_name=n) for n in sorted(wanted - set(found))]
+    for d in create_with_history(SeedDataset, missing, user=user, reason="created by ingestion"):
+        found[d.dataset_name] = d
+    return dict(found)
+
+
+def _blobs_for(seeds: Iterable[Seed]) -> dict[str, Any]:
+    """Stored media blobs the seeds' value_sha256 name (one SELECT, none without media)."""
+    shas = {s.value_sha256 for s in seeds if s.value_sha256 and rules.is_media(s.data_type)}
+    if not shas:
+        return {}
+    MediaBlob = apps.get_model("redteam", "MediaBlob")  # noqa: N806
+    return {b.sha256: b for b in MediaBlob.objects.filter(sha256__in=shas)}
+
+
+def link_media(blob: Any) -> int:
+    """Point media seeds whose value_sha256 is the blob's sha256 at it; returns how many."""
+    return Seed.objects.filter(value_sha256=blob.sha256, media__isnull=True).update(media=blob)
+
+
+# -- curation (admin) ------------------------------------------------------------------------
+
+
+def _group_members(groups: Iterable[SeedGroup | None]) -> dict[int, list[Seed]]:
+    ids = {g.pk for g in groups if g is not None and g.pk is not None}
+    members: dict[int, list[Seed]] = defaultdict(list)
+    for s in Seed.objects.filter(group_id__in=ids).order_by("position", "id"):
+        members[s.group_id].append(s)  # type: ignore[index]
+    return members
+
+
+def check_seed_changes(
+    changed: Sequence[Seed], deleted: Sequence[Seed] = ()
+) -> list[tuple[Seed | None, rules.RuleError]]:
+    """PyRIT's seed and group rules over the groups as they would be after the change."""
+    errors: list[tuple[Seed | None, rules.RuleError]] = []
+    for seed in changed:
+        errors.extend((seed, e) for e in rules.seed_errors(seed))
+        if (
+            seed.group is not None
+            and seed.dataset_id is not None
+            and seed.group.dataset_id not in (None, seed.dataset_id)
+        ):
+            errors.append(
+                (
+                    seed,
+                    rules.RuleError(
+                        "group",
+                        "The group belongs to another dataset; all seeds of a group share "
+                        "one dataset (and one prompt_group_id).",
+                    ),
+                )
+            )
+    for final in _final_groups(changed, deleted).values():
+        if not final:
+            continue
+        for error in rules.group_errors(final):
+            seed = final[error.index] if error.index is not None else None
+            errors.append((seed, error))
+    return errors
+
+
+def _final_groups(changed: Sequence[Seed], deleted: Sequence[Seed]) -> dict[int, list[Seed]]:
+    """Each affected group's members after the change (changed seeds replace stored ones)."""
+    previous = Seed.objects.filter(pk__in=[s.pk for s in changed if s.pk]).values_list(
+        "pk", "group_id"
+    )
+    old_group = dict(previous)
+    affected = {s.group_id for s in changed if s.group_id} | {g for g in old_group.values() if g}
+    affected |= {s.group_id for s in deleted if s.group_id}
+    members = _group_members(SeedGroup(pk=pk) for pk in affected)
+    gone = {s.pk for s in deleted} | {s.pk for s in changed}
+    final: dict[int, list[Seed]] = {pk: [] for pk in affected}
+    for pk in affected:
+        final[pk] = [s for s in members.get(pk, []) if s.pk not in gone]
+    for s in changed:
+        if s.group_id:
+            final.setdefault(s.group_id, []).append(s)
+    return final
+
+
+@transaction.atomic
+def save_seed_changes(
+    *, changed: Sequence[Seed], deleted: Sequence[Seed] = (), user: Any = None
+) -> None:
+    """Save curated seeds: check rules, recompute hashes, positions and group content."""
+    for seed in changed:
+        _normalise(seed)
+    errors = check_seed_changes(changed, deleted)
+    if errors:
+        raise SeedRulesError(errors)
+    final = _final_groups(changed, deleted)
+    for seed in changed:
+        if seed.group_id is None:
+            # A seed always belongs to a group: alone, it is a group of its own (as in PyRIT).
+            group = SeedGroup(prompt_group_id=uuid.uuid4(), dataset=seed.dataset)
+            _remember_user(group, user)
+            group.save()
+            seed.group = group
+            final[group.pk] = [seed]
+        _remember_user(seed, user)
+        seed.save()
+    for seed in deleted:
+        _remember_user(seed, user)
+        seed.delete()
+    _refresh_groups(final, user=user)
+
+
+def _normalise(seed: Seed) -> None:
+    """Derived fields a curator does not type: dataset_name, value_sha256, simulated value."""
+    if seed.dataset_id is not None:
+        seed.dataset_name = seed.dataset.dataset_name  # type: ignore[union-attr]
+    if seed.seed_type == "simulated_conversation":
+        from seeds.yaml_loader import simulated_value
+
+        seed.value = simulated_value(seed)
+    if seed.seed_type != "prompt":
+        seed.role = None
+        seed.sequence = None if seed.seed_type == "objective" else (seed.sequence or 0)
+        seed.parameters = None if seed.seed_type == "objective" else seed.parameters
+    elif seed.sequence is None:
+        seed.sequence = 0
+    computed = rules.value_sha256_for(seed.data_type, seed.value)
+    if computed is not None:
+        seed.value_sha256 = computed
+        seed.media = None
+    elif seed.media_id is not None:
+        seed.value_sha256 = seed.media_id
+
+
+def _remember_user(obj: Any, user: Any) -> None:
+    if getattr(user, "is_authenticated", False):
+        obj._history_user = user
+
+
+def _refresh_groups(final: Mapping[int, Sequence[Seed]], *, user: Any) -> None:
+    """Positions and content hashes follow the seeds; empty groups go (with history)."""
+    groups = {g.pk: g for g in SeedGroup.objects.filter(pk__in=list(final))}
+    moved: list[Seed] = []
+    changed_groups: list[SeedGroup] = []
+    for pk, members in final.items():
+        group = groups.get(pk)
+        if group is None:
+            continue
+        if not members:
+            _remember_user(group, user)
+            group.delete()
+            continue
+        for position, s in enumerate(rules.canonical_order(members)):
+            if s.position != position:
+                s.position = position
+                moved.append(s)
+        content = rules.group_content_sha256(members)
+        if group.content_sha256 != content:
+            group.content_sha256 = content
+            changed_groups.append(group)
+    update_quietly(Seed, moved, ["position"])
+    update_quietly(SeedGroup, changed_groups, ["content_sha256"])
+
+
+@transaction.atomic
+def delete_seeds(*, seeds: Sequence[Seed], user: Any = None) -> None:
+    """Delete seeds (history keeps them); their groups are re-checked and re-hashed."""
+    save_seed_changes(changed=[], deleted=seeds, user=user)
+
+
+@dataclass
+class MoveResult:
+    """What move_seeds_to_dataset did, group by group."""
+
+    moved_groups: int
+    moved_seeds: int
+    skipped_groups: int
+
+
+@transaction.atomic
+def move_seeds_to_dataset(
+    *, seeds: QuerySet[Seed], dataset: SeedDataset, user: Any = None
+) -> MoveResult:
+    """Move the selected seeds' whole groups to `dataset`; groups it already holds stay put."""
+    group_ids = set(seeds.exclude(group__isnull=True).values_list("group_id", flat=True))
+    groups = list(SeedGroup.objects.filter(pk__in=group_ids).exclude(dataset=dataset))
+    present = set(
+        SeedGroup.objects.filter(
+            dataset=dataset, content_sha256__in=[g.content_sha256 for g in groups]
+        ).values_list("content_sha256", flat=True)
+    )
+    to_move = [g for g in groups if g.content_sha256 not in present]
+    for group in to_move:
+        group.dataset = dataset
+    update_with_history(SeedGroup, to_move, ["dataset"], user=user, reason="moved to dataset")
+    members = list(Seed.objects.filter(group__in=to_move))
+    for seed in members:
+        seed.dataset = dataset
+        seed.dataset_name = dataset.dataset_name
+    update_with_history(
+        Seed, members, ["dataset", "dataset_name"], user=user, reason="moved to dataset"
+    )
+    return MoveResult(len(to_move), len(members), len(groups) - len(to_move))
+
+
+@transaction.atomic
+def add_harm_category(*, seeds: QuerySet[Seed], category: str, user: Any = None) -> int:
+    """Append a harm category to the seeds that lack it; returns how many changed."""
+    category = _clean_category(category)
+    changed = []
+    for seed in seeds:
+        current = list(seed.harm_categories or [])
+        if category not in current:
+            seed.harm_categories = [*current, category]
+            changed.append(seed)
+    update_with_history(Seed, changed, ["harm_categories"], user=user, reason="harm category +")
+    return len(changed)
+
+
+@transaction.atomic
+def remove_harm_category(*, seeds: QuerySet[Seed], category: str, user: Any = None) -> int:
+    """Remove a harm category from the seeds that have it; returns how many changed."""
+    category = _clean_category(category)
+    changed = []
+    for seed in seeds:
+        current = list(seed.harm_categories or [])
+        if category in current:
+            seed.harm_categories = [c for c in current if c != category]
+            changed.append(seed)
+    update_with_history(Seed, changed, ["harm_categories"], user=user, reason="harm category -")
+    return len(changed)
+
+
+def _clean_category(category: str) -> str:
+    category = (category or "").strip()
+    if not category or len(category) > 200:
+        raise ValueError("A harm category is 1 to 200 characters.")
+    return category
+
+
+@transaction.atomic
+def rename_dataset(*, dataset: SeedDataset, user: Any = None) -> None:
+    """Save a dataset; if its name changed, its seeds' dataset_name follows (with history)."""
+    _remember_user(dataset, user)
+    dataset.save()
+    stale = list(Seed.objects.filter(dataset=dataset).exclude(dataset_name=dataset.dataset_name))
+    for seed in stale:
+        seed.dataset_name = dataset.dataset_name
+    update_with_history(Seed, stale, ["dataset_name"], user=user, reason="dataset renamed")
+
+
+@transaction.atomic
+def attach_media(*, seed: Seed, data: bytes, filename: str, user: Any = None) -> Seed:
+    """Store uploaded bytes as the seed's media; value_sha256 becomes their sha256."""
+    from seeds.media import check_media_matches, store_media
+
+    check_media_matches(seed.data_type, data)
+    blob = store_media(data, filename=filename, user=user)
+    seed.media = blob
+    seed.value_sha256 = blob.sha256
+    if not seed.value:
+        seed.value = filename
+    save_seed_changes(changed=[seed], user=user)
+    return seed
+
+
+# -- promote a reviewed piece ----------------------------------------------------------------
+
+
+@dataclass
+class PromoteResult:
+    """The seed a piece became (or the identical one the dataset already held)."""
+
+    seed: Seed
+    created: bool
+
+
+@transaction.atomic
+def promote_piece_to_seed(
+    *,
+    piece_id: uuid.UUID | str,
+    dataset: SeedDataset,
+    seed_type: str,
+    user: Any,
+    attack_result_id: uuid.UUID | str | None = None,
+) -> PromoteResult:
+    """Make a seed of a conversation piece's converted value, linked back to its source.
+
+    The memory app depends on this one, so the piece is read through the app registry. An
+    identical standalone seed already in the dataset is returned instead of a duplicate.
+    """
+    MessagePiece = apps.get_model("memory", "MessagePiece")  # noqa: N806
+    AttackResult = apps.get_model("memory", "AttackResult")  # noqa: N806
+    piece = MessagePiece.objects.filter(id=piece_id).first()
+    if piece is None:
+        raise ValueError("No such conversation piece.")
+    if (
+        attack_result_id is not None
+        and not AttackResult.objects.filter(attack_result_id=attack_result_id).exists()
+    ):
+        raise ValueError("No such attack result.")
+    if seed_type not in ("prompt", "objective"):
+        raise ValueError("A promoted seed is a prompt or an objective.")
+    data_type = piece.converted_value_data_type
+    if seed_type == "objective" and data_type != "text":
+        raise ValueError("An objective is text; this piece holds " + data_type + ".")
+    # PyRIT's SeedPrompt.from_messages uses the API role: simulated_assistant -> assistant.
+    role = "assistant" if piece.role == "simulated_assistant" else piece.role
+    seed = Seed(
+        id=uuid.uuid4(),
+        seed_type=seed_type,
+        value=piece.converted_value,
+        value_sha256=piece.converted_value_sha256,
+        data_type=data_type,
+        dataset=dataset,
+        dataset_name=dataset.dataset_name,
+        harm_categories=list(piece.targeted_harm_categories or []),
+        authors=[],
+        groups=[],
+        metadata={},
+        added_by=getattr(user, "get_username", lambda: None)(),
+        role=role if seed_type == "prompt" else None,
+        sequence=0 if seed_type == "prompt" else None,
+        parameters=[] if seed_type == "prompt" else None,
+        media_id=getattr(piece, "converted_media_id", None),
+        source_piece_id=piece.id,
+        source_attack_result_id=attack_result_id,
+    )
+    from django.utils import timezone
+
+    seed.date_added = timezone.now()
+    computed = rules.value_sha256_for(seed.data_type, seed.value)
+    if computed is not None:
+        seed.value_sha256 = computed
+    content = rules.group_content_sha256([seed])
+    twin = Seed.objects.filter(group__dataset=dataset, group__content_sha256=content).first()
+    if twin is not None:
+        return PromoteResult(twin, False)
+    group = SeedGroup(prompt_group_id=uuid.uuid4(), dataset=dataset, content_sha256=content)
+    _remember_user(group, user)
+    group.save()
+    seed.group = group
+    _remember_user(seed, user)
+    seed._change_reason = f"promoted from piece {piece.id}"  # type: ignore[attr-defined]
+    seed.save()
+    return PromoteResult(seed, True)
