@@ -1,0 +1,167 @@
+"""Concurrency without loss: 8 client processes push overlapping batches at a real gunicorn.
+
+Every client sends the whole corpus in its own random order and batch sizes, so each message
+arrives several times at once through different workers; one request in five is cut off
+(half the body sent, or the answer never read) and retried. Afterwards the database must hold
+exactly the distinct pieces and scores sent: none missing, none twice, no message missing a
+piece, conversation summaries matching their pieces, and no 5xx answer along the way.
+
+Bounded: at most RELIABILITY_SECONDS (default 20 s) of sending and a fixed number of batches.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import random
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+from django.db.models import Count
+
+from memory.models import Conversation, MessagePiece
+from scoring.models import Score
+from tests.reliability.conftest import ServedApp
+from tests.reliability.loadclient import ClientConfig, ClientReport, run_client
+from tests.reliability.payloads import Message, batch_body, make_corpus, scorer_template
+
+pytestmark = [pytest.mark.reliability, pytest.mark.django_db(transaction=True)]
+
+CLIENTS = 8
+SECONDS = float(os.environ.get("RELIABILITY_SECONDS", "20"))
+MAX_BATCHES = 60
+
+
+def _client_batches(
+    corpus: list[Message], seed: int
+) -> tuple[list[bytes], list[int], list[list[str]]]:
+    """The corpus, shuffled and cut into batches of 2-10 whole messages, for one client."""
+    rng = random.Random(seed)
+    order = corpus[:]
+    rng.shuffle(order)
+    bodies: list[bytes] = []
+    sizes: list[int] = []
+    ids: list[list[str]] = []
+    i = 0
+    while i < len(order):
+        chunk = order[i : i + rng.randint(2, 10)]
+        i += len(chunk)
+        bodies.append(batch_body(chunk))
+        item_ids = [p["id"] for m in chunk for p in m.pieces] + [
+            s["id"] for m in chunk for s in m.scores
+        ]
+        sizes.append(len(item_ids))
+        ids.append(item_ids)
+    return bodies, sizes, ids
+
+
+def test_concurrent_overlapping_batches_with_cut_connections_lose_and_duplicate_nothing(
+    served: ServedApp, fixtures_dir: Path
+) -> None:
+    seed = random.SystemRandom().randrange(2**32)
+    corpus = make_corpus(scorer_template(fixtures_dir), conversations=40, turns=6, seed=seed)
+    _, key = served.make_key("ingest", "read")
+    deadline = time.monotonic() + SECONDS
+    configs = []
+    for index in range(CLIENTS):
+        bodies, sizes, ids = _client_batches(corpus, seed + index + 1)
+        configs.append(
+            ClientConfig(
+                index=index,
+                host=served.host,
+                port=served.port,
+                key=key,
+                seed=seed + 100 + index,
+                deadline=deadline,
+                max_batches=MAX_BATCHES,
+                batches=bodies,
+                batch_items=sizes,
+                batch_ids=ids,
+            )
+        )
+    # spawn: the clients are plain stdlib processes, sharing nothing with this Django process.
+    with multiprocessing.get_context("spawn").Pool(CLIENTS) as pool:
+        reports: list[ClientReport] = pool.map_async(run_client, configs).get(timeout=SECONDS + 120)
+
+    sent = set().union(*(r.sent_ids for r in reports))
+    piece_by_id = {p["id"]: (m, p) for m in corpus for p in m.pieces}
+    sent_pieces = {i for i in sent if i in piece_by_id}
+    sent_scores = sent - sent_pieces
+
+    alias = served.alias
+    stored_piece_rows = list(
+        MessagePiece.objects.using(alias).values_list("id", "conversation_id", "sequence")
+    )
+    stored_score_rows = list(Score.objects.using(alias).values_list("id", flat=True))
+    stored_piece_ids = [str(row[0]) for row in stored_piece_rows]
+    stored_score_ids = [str(s) for s in stored_score_rows]
+    duplicates = (len(stored_piece_ids) - len(set(stored_piece_ids))) + (
+        len(stored_score_ids) - len(set(stored_score_ids))
+    )
+
+    # Whole messages only: every stored (conversation, sequence) has exactly its pieces.
+    stored_by_message: dict[tuple[str, int], set[str]] = defaultdict(set)
+    for piece_id, conversation_id, sequence in stored_piece_rows:
+        stored_by_message[(str(conversation_id), sequence)].add(str(piece_id))
+    expected_by_message = {
+        (m.conversation_id, m.sequence): {p["id"] for p in m.pieces}
+        for m in corpus
+        if m.pieces[0]["id"] in sent
+    }
+    half_written = [k for k, v in stored_by_message.items() if v != expected_by_message.get(k)]
+
+    # Summary columns, kept by the ingestion service under concurrent batches, match the rows.
+    actual_counts = {
+        row["conversation_id"]: (row["pieces"], row["messages"])
+        for row in MessagePiece.objects.using(alias)
+        .values("conversation_id")
+        .annotate(pieces=Count("id"), messages=Count("sequence", distinct=True))
+    }
+    summaries = {
+        c.conversation_id: (c.piece_count, c.message_count)
+        for c in Conversation.objects.using(alias).only(
+            "conversation_id", "piece_count", "message_count"
+        )
+    }
+
+    statuses: Counter[int] = Counter()
+    for r in reports:
+        statuses.update(r.statuses)
+    figures = {
+        "clients": CLIENTS,
+        "gunicorn_workers": served.workers,
+        "database": served.vendor,
+        "requests_sent": sum(r.requests for r in reports),
+        "batches_acknowledged": sum(r.batches_done for r in reports),
+        "cut_half_body": sum(r.cut_half_body for r in reports),
+        "cut_before_response": sum(r.cut_before_response for r in reports),
+        "statuses": dict(statuses),
+        "distinct_items_sent": len(sent),
+        "items_stored": len(stored_piece_ids) + len(stored_score_ids),
+        "pieces_stored": len(stored_piece_ids),
+        "scores_stored": len(stored_score_ids),
+        "duplicates": duplicates,
+        "server_errors_5xx": sum(r.server_errors for r in reports),
+        "half_written_messages": len(half_written),
+    }
+    print("\nreliability figures:", json.dumps(figures, sort_keys=True))
+
+    bad = [a for r in reports for a in r.bad_answers]
+    assert figures["server_errors_5xx"] == 0, bad[:5]
+    assert bad == [], bad[:5]
+    assert sum(r.gave_up for r in reports) == 0
+    assert served.alive(), "".join(served.log[-50:])
+    assert figures["cut_half_body"] > 0 and figures["cut_before_response"] > 0
+    # Heavy overlap really happened: far more items were pushed than are distinct.
+    assert figures["batches_acknowledged"] > len(sent) / 12
+    assert set(stored_piece_ids) == sent_pieces
+    assert set(stored_score_ids) == sent_scores
+    assert duplicates == 0
+    assert half_written == []
+    assert set(summaries) == {m.conversation_id for m in corpus if m.pieces[0]["id"] in sent}
+    assert summaries == actual_counts
+    worker_crashes = [line for line in served.log if "Traceback" in line or "TIMEOUT" in line]
+    assert worker_crashes == []
