@@ -62,20 +62,20 @@ class JSONHasElement(_JSONPredicate):
 
     def as_sql(
         self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
-    ) -> tuple[str, tuple[Any, ...]]:
+    ) -> tuple[str, list[Any]]:
         """SQLite (and generic): an EXISTS over json_each."""
         lhs, params = compiler.compile(self.lhs)
         return (
             f"EXISTS (SELECT 1 FROM json_each({lhs}) AS je WHERE je.value = %s)",
-            (*params, self.args[0]),
+            [*params, self.args[0]],
         )
 
     def as_postgresql(
         self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
-    ) -> tuple[str, tuple[Any, ...]]:
+    ) -> tuple[str, list[Any]]:
         """PostgreSQL: jsonb containment, served by a GIN index."""
         lhs, params = compiler.compile(self.lhs)
-        return f"{lhs} @> %s::jsonb", (*params, json.dumps([self.args[0]]))
+        return f"{lhs} @> %s::jsonb", [*params, json.dumps([self.args[0]])]
 
 
 class JSONHasKeyValue(_JSONPredicate):
@@ -83,21 +83,21 @@ class JSONHasKeyValue(_JSONPredicate):
 
     def as_sql(
         self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
-    ) -> tuple[str, tuple[Any, ...]]:
+    ) -> tuple[str, list[Any]]:
         """SQLite (and generic): json_extract on a quoted path, so dots in keys are literal."""
         lhs, params = compiler.compile(self.lhs)
         path = "$." + json.dumps(self.args[0])
         return (
             f"(json_type({lhs}, %s) = 'text' AND json_extract({lhs}, %s) = %s)",
-            (*params, path, *params, path, self.args[1]),
+            [*params, path, *params, path, self.args[1]],
         )
 
     def as_postgresql(
         self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
-    ) -> tuple[str, tuple[Any, ...]]:
+    ) -> tuple[str, list[Any]]:
         """PostgreSQL: jsonb containment, served by a GIN index."""
         lhs, params = compiler.compile(self.lhs)
-        return f"{lhs} @> %s::jsonb", (*params, json.dumps({self.args[0]: self.args[1]}))
+        return f"{lhs} @> %s::jsonb", [*params, json.dumps({self.args[0]: self.args[1]})]
 
 
 class PieceSearchDocument(Expression):
@@ -120,12 +120,12 @@ class PieceSearchDocument(Expression):
 
     def as_sql(
         self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
-    ) -> tuple[str, tuple[Any, ...]]:
+    ) -> tuple[str, list[Any]]:
         """The exact expression indexed by migration 0002 (constants inlined, not bound)."""
         original, p1 = compiler.compile(self.original)
         converted, p2 = compiler.compile(self.converted)
         sql = search_document_sql(original, converted)
-        return sql, (*p1, *p2)
+        return sql, [*p1, *p2]
 
 
 def search_document_sql(original: str, converted: str) -> str:

@@ -326,6 +326,8 @@ class AttackResult(models.Model):
         indexes = [
             models.Index(fields=["-timestamp", "-attack_result_id"], name="result_recent_idx"),
             models.Index(fields=["outcome", "attack_class"], name="result_outcome_attack_idx"),
+            # Keyset pagination of review lists and the dashboard's "since the snapshot" delta.
+            models.Index(fields=["-ingested_at", "-attack_result_id"], name="result_ingested_idx"),
         ]
 
     def __str__(self) -> str:

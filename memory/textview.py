@@ -104,6 +104,7 @@ class DisplayText:
     truncated: bool
     length: int
     hidden: HiddenReport = field(default_factory=HiddenReport)
+    shown: int = 0
 
 
 def display_text(text: str, limit: int = MAX_DISPLAY_CHARS) -> DisplayText:
@@ -114,6 +115,7 @@ def display_text(text: str, limit: int = MAX_DISPLAY_CHARS) -> DisplayText:
         truncated=len(text) > limit,
         length=len(text),
         hidden=hidden_report(shown),
+        shown=len(shown),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class ScoringConfig(AppConfig):
@@ -10,3 +11,11 @@ class ScoringConfig(AppConfig):
 
     default_auto_field = "django.db.models.BigAutoField"
     name = "scoring"
+
+    def ready(self) -> None:
+        """Create the reviewer and read-only roles after migrate (scoring migrates last)."""
+        from redteam.roles import ensure_roles_after_migrate
+
+        post_migrate.connect(
+            ensure_roles_after_migrate, sender=self, dispatch_uid="redteam.ensure_roles"
+        )

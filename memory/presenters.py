@@ -1,0 +1,152 @@
+"""Display models for pieces and messages: what a template needs, computed once in Python.
+
+Templates only loop over these and autoescape; nothing here builds HTML.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory.models import MessagePiece, PieceConverter
+from memory.reassembly import group_by_sequence
+from memory.textview import DisplayText, TextDiff, display_text, pretty_json, word_diff
+from redteam.models import MediaBlob
+
+# Browsers render these from our origin; anything else is offered as a download.
+_MEDIA_FAMILIES = {"image_path": "image/", "audio_path": "audio/", "video_path": "video/"}
+_JSON_TYPES = frozenset({"function_call", "tool_call", "function_call_output"})
+_INLINE_TYPES = frozenset(
+    {
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+        "image/bmp",
+        "image/avif",
+        "audio/mpeg",
+        "audio/wav",
+        "audio/x-wav",
+        "audio/ogg",
+        "audio/webm",
+        "audio/flac",
+        "audio/mp4",
+        "audio/aac",
+        "video/mp4",
+        "video/webm",
+        "video/ogg",
+    }
+)
+
+
+@dataclass
+class ValueView:
+    """One value of a piece (original or converted), ready for its template branch."""
+
+    data_type: str
+    kind: str  # text, json, reasoning, error, url, image, audio, video, binary
+    text: DisplayText
+    media: MediaBlob | None = None
+    # True when the uploaded bytes may be shown by an <img>/<audio>/<video> element.
+    media_playable: bool = False
+
+
+@dataclass
+class PieceView:
+    """A piece with its converted value, and its original value and diff when they differ."""
+
+    piece: MessagePiece
+    value: ValueView
+    original: ValueView | None
+    diff: TextDiff | None
+    converters: list[PieceConverter]
+    scores: list[Any] = field(default_factory=list)
+
+    @property
+    def metadata_json(self) -> str:
+        """prompt_metadata as indented JSON."""
+        return json.dumps(self.piece.prompt_metadata, indent=2, ensure_ascii=False, default=str)
+
+    @property
+    def differs(self) -> bool:
+        """Original and converted values (or types) differ."""
+        return self.original is not None
+
+
+@dataclass
+class MessageView:
+    """The pieces sharing one sequence."""
+
+    sequence: int
+    role: str
+    pieces: list[PieceView]
+
+    @property
+    def is_error(self) -> bool:
+        """PyRIT's Message.is_error()."""
+        return any(
+            p.piece.response_error != "none" or p.piece.converted_value_data_type == "error"
+            for p in self.pieces
+        )
+
+    @property
+    def timestamp(self) -> Any:
+        """The first piece's timestamp."""
+        return self.pieces[0].piece.timestamp
+
+
+def value_view(data_type: str, value: str, media: MediaBlob | None) -> ValueView:
+    """Decide how one value is rendered, by data type and the sniffed type of its bytes."""
+    if data_type in _MEDIA_FAMILIES or data_type == "binary_path":
+        kind = data_type.removesuffix("_path")
+        family = _MEDIA_FAMILIES.get(data_type)
+        content_type = (media.content_type or "").lower() if media else ""
+        playable = bool(
+            media and family and content_type.startswith(family) and content_type in _INLINE_TYPES
+        )
+        # The value is a path on the attacker's machine: shown as text, never opened.
+        return ValueView(data_type, kind, display_text(value), media, playable)
+    if data_type in _JSON_TYPES:
+        pretty = pretty_json(value)
+        return ValueView(data_type, "json", display_text(pretty if pretty is not None else value))
+    kind = data_type if data_type in ("reasoning", "error", "url") else "text"
+    return ValueView(data_type, kind, display_text(value))
+
+
+def piece_view(piece: MessagePiece) -> PieceView:
+    """Build the display model of one piece (uses only select_related/prefetched rows)."""
+    converted = value_view(
+        piece.converted_value_data_type, piece.converted_value, piece.converted_media
+    )
+    differs = (
+        piece.original_value != piece.converted_value
+        or piece.original_value_data_type != piece.converted_value_data_type
+    )
+    original = diff = None
+    if differs:
+        original = value_view(
+            piece.original_value_data_type, piece.original_value, piece.original_media
+        )
+        if original.kind in ("text", "reasoning", "error", "url") and converted.kind in (
+            "text",
+            "reasoning",
+            "error",
+            "url",
+        ):
+            diff = word_diff(piece.original_value, piece.converted_value)
+    return PieceView(
+        piece=piece,
+        value=converted,
+        original=original,
+        diff=diff,
+        converters=list(piece.converters.all()),
+    )
+
+
+def message_views(pieces: list[MessagePiece]) -> list[MessageView]:
+    """Group ordered pieces into Messages (PyRIT's rule: shared sequence)."""
+    return [
+        MessageView(m.sequence, m.role, [piece_view(p) for p in m.pieces])
+        for m in group_by_sequence(pieces)
+    ]

@@ -1,0 +1,16 @@
+"""Review pages of the memory app (server-rendered)."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from memory import views
+
+app_name = "memory"
+
+urlpatterns = [
+    path("conversations/", views.conversation_list, name="conversation_list"),
+    path("identifiers/diff/", views.identifier_diff, name="identifier_diff"),
+    path("identifiers/<str:hash>/", views.identifier_detail, name="identifier_detail"),
+    path("media/<str:sha256>/", views.media, name="media"),
+]

@@ -1,0 +1,256 @@
+"""Review pages for memory rows: the conversation list, identifiers, and media bytes.
+
+The conversation page itself, attack results, the review queue and the dashboard show
+scores, so they live in scoring/views.py (scoring depends on memory, never the reverse).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from django.apps import apps
+from django.core.files.storage import default_storage
+from django.db.models import Q, TextField
+from django.db.models.functions import Cast
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from memory.filters import HASH_RE, ConversationFilterSet
+from memory.models import (
+    AttackResult,
+    ComponentIdentifier,
+    Conversation,
+    IdentifierDump,
+    MessagePiece,
+    PieceConverter,
+)
+from memory.pagination import BadCursor, keyset_page, page_size
+from memory.querysets import conversations_for_list
+from memory.trees import diff_dumps, parse_dump
+from redteam.models import MediaBlob
+from redteam.pyrit_enums import ATTACK_OUTCOMES, PROMPT_DATA_TYPES
+from redteam.roles import viewer_required
+
+# Media types a browser may render inline from our origin. Everything else (SVG, HTML, PDF,
+# unknown) is served as an attachment so it can never run script in the site's origin.
+INLINE_MEDIA_TYPES = frozenset(
+    {
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+        "image/bmp",
+        "image/avif",
+        "audio/mpeg",
+        "audio/wav",
+        "audio/x-wav",
+        "audio/ogg",
+        "audio/webm",
+        "audio/flac",
+        "audio/mp4",
+        "audio/aac",
+        "video/mp4",
+        "video/webm",
+        "video/ogg",
+    }
+)
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+# Suggestions for the target/attack/converter inputs come from the (small) identifier table.
+MAX_CLASS_SUGGESTIONS = 300
+MAX_USES = 20
+
+# Filters that take repeated values in the URL; the form shows one input per value.
+REPEATED_FILTERS = ("label", "converter", "harm_category")
+
+
+def is_inline_media(content_type: str) -> bool:
+    """True when the sniffed content type may be shown inline by the browser."""
+    return content_type in INLINE_MEDIA_TYPES
+
+
+def class_name_suggestions() -> list[str]:
+    """Distinct identifier class names (one indexed query), for the filter inputs."""
+    return list(
+        ComponentIdentifier.objects.order_by("class_name")
+        .values_list("class_name", flat=True)
+        .distinct()[:MAX_CLASS_SUGGESTIONS]
+    )
+
+
+def filter_form_context(request: HttpRequest) -> dict[str, Any]:
+    """What a filter form needs to re-display the current filters from the URL."""
+    values = {name: request.GET.getlist(name) for name in REPEATED_FILTERS}
+    return {
+        "repeated": values,
+        "outcome_choices": ATTACK_OUTCOMES,
+        "data_type_choices": PROMPT_DATA_TYPES,
+        "selected_outcomes": request.GET.getlist("outcome"),
+        "selected_data_types": request.GET.getlist("data_type"),
+        "class_names": class_name_suggestions(),
+    }
+
+
+@require_GET
+@viewer_required
+def conversation_list(request: HttpRequest) -> HttpResponse:
+    """Conversations, filtered from the URL, newest activity first, keyset-paginated."""
+    # Queries: session, user, permissions (2), class-name suggestions, one page of rows.
+    filterset = ConversationFilterSet(request.GET, queryset=conversations_for_list())
+    rows: list[Conversation] = []
+    next_cursor = previous_cursor = None
+    status = 200
+    if filterset.is_valid():
+        try:
+            page = keyset_page(
+                filterset.qs,
+                ts_field="last_timestamp",
+                pk_field="conversation_id",
+                cursor=request.GET.get("cursor") or None,
+                size=page_size(request.GET.get("size")),
+            )
+        except BadCursor:
+            return HttpResponseBadRequest("Invalid cursor.")
+        rows, next_cursor, previous_cursor = page.rows, page.next_cursor, page.previous_cursor
+    else:
+        status = 400
+    context = {
+        "filterset": filterset,
+        "rows": rows,
+        "next_cursor": next_cursor,
+        "previous_cursor": previous_cursor,
+        "has_filters": any(k not in ("cursor", "size") for k in request.GET),
+        **filter_form_context(request),
+    }
+    return render(request, "memory/conversation_list.html", context, status=status)
+
+
+def _first_dump(identifier: ComponentIdentifier) -> IdentifierDump | None:
+    return IdentifierDump.objects.filter(identifier=identifier).order_by("digest").first()
+
+
+@require_GET
+@viewer_required
+def identifier_detail(request: HttpRequest, hash: str) -> HttpResponse:
+    """One identifier: its tree, hashes, parents and the rows that use it (first few each)."""
+    if not HASH_RE.match(hash):
+        raise Http404("Not an identifier hash.")
+    identifier = get_object_or_404(ComponentIdentifier, hash=hash)
+    dumps = list(IdentifierDump.objects.filter(identifier=identifier).order_by("digest")[:10])
+    tree = parse_dump(dumps[0].dump_json) if dumps else None
+    score_model = apps.get_model("scoring", "Score")
+    # The identifier table is small (one row per distinct configuration), so a text search
+    # over children for the hash is cheap and finds every parent whatever the child name.
+    parents = list(
+        ComponentIdentifier.objects.annotate(children_text=Cast("children", TextField()))
+        .filter(children_text__contains=hash)
+        .order_by("class_name", "hash")[:MAX_USES]
+    )
+    context = {
+        "identifier": identifier,
+        "tree": tree,
+        "dumps": dumps,
+        "params_json": json.dumps(identifier.params, ensure_ascii=False, indent=2),
+        "parents": parents,
+        "conversations": list(
+            Conversation.objects.filter(target_identifier=identifier)
+            .only("conversation_id", "last_timestamp", "preview")
+            .order_by("conversation_id")[:MAX_USES]
+        ),
+        "attack_results": list(
+            AttackResult.objects.filter(
+                Q(atomic_attack_identifier=identifier) | Q(target_hash=hash)
+            )
+            .only("attack_result_id", "conversation_id", "objective", "outcome", "attack_class")
+            .order_by("attack_result_id")[:MAX_USES]
+        ),
+        "converter_uses": list(
+            PieceConverter.objects.filter(identifier=identifier)
+            .select_related("piece")
+            .only("position", "piece__id", "piece__conversation_id", "piece__sequence")
+            .order_by("piece_id", "position")[:MAX_USES]
+        ),
+        "pieces": list(
+            MessagePiece.objects.filter(
+                Q(target_identifier=identifier)
+                | Q(attack_identifier=identifier)
+                | Q(scorer_identifier=identifier)
+            )
+            .only("id", "conversation_id", "sequence", "role")
+            .order_by("id")[:MAX_USES]
+        ),
+        "scores": list(
+            score_model.objects.filter(scorer_identifier=identifier)
+            .only("id", "score_value", "score_type", "message_piece_id", "attack_result_id")
+            .order_by("id")[:MAX_USES]
+        ),
+        "max_uses": MAX_USES,
+    }
+    return render(request, "memory/identifier_detail.html", context)
+
+
+@require_GET
+@viewer_required
+def identifier_diff(request: HttpRequest) -> HttpResponse:
+    """Compare two identifiers (?a=<hash>&b=<hash>): every differing param, by path."""
+    a_hash = request.GET.get("a", "").strip()
+    b_hash = request.GET.get("b", "").strip()
+    context: dict[str, Any] = {"a_hash": a_hash, "b_hash": b_hash}
+    if not a_hash and not b_hash:
+        return render(request, "memory/identifier_diff.html", context)
+    if not (HASH_RE.match(a_hash) and HASH_RE.match(b_hash)):
+        context["error"] = "Give two identifier hashes (64 lowercase hex characters)."
+        return render(request, "memory/identifier_diff.html", context, status=400)
+    found = {
+        i.hash: i
+        for i in ComponentIdentifier.objects.filter(hash__in=[a_hash, b_hash]).prefetch_related(
+            "dumps"
+        )
+    }
+    if a_hash not in found or b_hash not in found:
+        raise Http404("Unknown identifier.")
+    dumps = {h: sorted(found[h].dumps.all(), key=lambda d: d.digest) for h in (a_hash, b_hash)}
+    if not dumps[a_hash] or not dumps[b_hash]:
+        raise Http404("Identifier has no stored dump.")
+    a_dump = json.loads(dumps[a_hash][0].dump_json)
+    b_dump = json.loads(dumps[b_hash][0].dump_json)
+    context.update(
+        {
+            "a": found[a_hash],
+            "b": found[b_hash],
+            "a_tree": parse_dump(dumps[a_hash][0].dump_json),
+            "b_tree": parse_dump(dumps[b_hash][0].dump_json),
+            "differences": diff_dumps(a_dump, b_dump) if a_hash != b_hash else [],
+        }
+    )
+    return render(request, "memory/identifier_diff.html", context)
+
+
+@require_GET
+@viewer_required
+def media(request: HttpRequest, sha256: str) -> HttpResponse:
+    """Uploaded media bytes by sha256, inline only for safe image/audio/video types."""
+    if not SHA256_RE.match(sha256):
+        raise Http404("Not a sha256.")
+    blob = get_object_or_404(MediaBlob, sha256=sha256)
+    try:
+        handle = default_storage.open(blob.storage_name, "rb")
+    except FileNotFoundError as exc:
+        raise Http404("Media bytes are missing from storage.") from exc
+    content_type = (blob.content_type or "").lower()
+    inline = is_inline_media(content_type)
+    response = FileResponse(
+        handle,
+        content_type=content_type if inline else "application/octet-stream",
+        as_attachment=not inline,
+        filename=sha256,
+    )
+    response["X-Content-Type-Options"] = "nosniff"
+    # Even if a browser were tricked into rendering these bytes as a document, it gets no
+    # script, no plugins and a unique origin.
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    response["Cache-Control"] = "private, max-age=31536000, immutable"
+    response["Cross-Origin-Resource-Policy"] = "same-origin"
+    return response

@@ -1,0 +1,258 @@
+"""Dashboard counts: attack-result outcomes per harm category, attack, converter, target, label.
+
+Counting a million pieces' results on every page view would grow with the table, so the
+counts live in OutcomeTally rows rebuilt by `refresh_outcome_tallies` (a management command,
+or the dashboard's refresh button). The page reads those rows and adds the few results and
+verdicts that arrived after the snapshot, so it is exact and its cost does not grow with the
+table. Outcomes are effective outcomes: the latest human verdict wins over the automated one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import OuterRef, Q, Subquery
+from django.utils import timezone
+
+from memory.models import AttackResult
+from redteam.pyrit_enums import ATTACK_OUTCOMES
+from scoring.models import OutcomeTally, Score, ScoreSource, TallySnapshot
+from scoring.review import human_scores, verdict_success
+
+DIMENSIONS = ("harm_category", "attack", "converter", "target")
+NONE_KEY = "(none)"
+LABEL_PREFIX = "label:"
+# Results ingested in the last few minutes are counted live rather than in the snapshot, so a
+# batch still committing while the snapshot is taken is never missed.
+SNAPSHOT_MARGIN = timedelta(minutes=5)
+MAX_BARS = 25
+_FIELDS = (
+    "pk",
+    "outcome",
+    "attack_class",
+    "target_hash",
+    "target_class",
+    "converter_classes",
+    "targeted_harm_categories",
+    "labels",
+    "conversation__labels",
+    "conversation__harm_categories",
+    "ingested_at",
+)
+
+Key = tuple[str, str, str]  # (dimension, key, display)
+
+
+def result_keys(row: Mapping[str, Any]) -> list[Key]:
+    """Every (dimension, key, display) an attack result counts under."""
+    keys: list[Key] = []
+    # 1.x results carry labels and harms; 0.13 ones left them on the pieces, which the
+    # conversation summary collected.
+    harms = list(row["targeted_harm_categories"] or row["conversation__harm_categories"] or [])
+    for harm in dict.fromkeys(str(h) for h in harms) or [NONE_KEY]:
+        keys.append(("harm_category", harm[:300], harm[:300]))
+    attack = (row["attack_class"] or NONE_KEY)[:300]
+    keys.append(("attack", attack, attack))
+    for conv in dict.fromkeys(str(c) for c in row["converter_classes"] or []) or [NONE_KEY]:
+        keys.append(("converter", conv[:300], conv[:300]))
+    if row["target_hash"]:
+        display = f"{row['target_class'] or 'target'}::{row['target_hash'][:8]}"
+        keys.append(("target", row["target_hash"], display))
+    else:
+        keys.append(("target", NONE_KEY, NONE_KEY))
+    labels = {**(row["conversation__labels"] or {}), **(row["labels"] or {})}
+    for name, value in labels.items():
+        keys.append((f"{LABEL_PREFIX}{name}"[:120], str(value)[:300], str(value)[:300]))
+    return keys
+
+
+def _effective(outcome: str, human: tuple[str, str | None] | None) -> str:
+    if human is not None:
+        success = verdict_success(*human)
+        if success is not None:
+            return "success" if success else "failure"
+    return outcome
+
+
+@transaction.atomic
+def refresh_outcome_tallies(*, now: datetime | None = None) -> TallySnapshot:
+    """Rebuild every tally from the attack results ingested up to now minus a margin."""
+    started = time.monotonic()
+    taken_at = now or timezone.now()
+    watermark = taken_at - SNAPSHOT_MARGIN
+    humans: dict[Any, tuple[str, str | None]] = {}
+    for ar_id, score_type, value in (
+        human_scores()
+        .filter(attack_result__isnull=False, ingested_at__lte=watermark)
+        .values_list("attack_result_id", "score_type", "score_value")
+    ):
+        humans.setdefault(ar_id, (score_type, value))
+    counts: Counter[tuple[str, str, str]] = Counter()
+    displays: dict[tuple[str, str], str] = {}
+    results = 0
+    rows = AttackResult.objects.filter(ingested_at__lte=watermark).values(*_FIELDS)
+    for row in rows.iterator(chunk_size=5000):
+        results += 1
+        outcome = _effective(row["outcome"], humans.get(row["pk"]))
+        for dimension, key, display in result_keys(row):
+            counts[(dimension, key, outcome)] += 1
+            displays[(dimension, key)] = display
+    OutcomeTally.objects.all().delete()
+    OutcomeTally.objects.bulk_create(
+        [
+            OutcomeTally(dimension=d, key=k, outcome=o, count=n, display=displays[(d, k)][:300])
+            for (d, k, o), n in counts.items()
+        ],
+        batch_size=2000,
+    )
+    TallySnapshot.objects.all().delete()
+    return TallySnapshot.objects.create(
+        watermark=watermark,
+        taken_at=taken_at,
+        results=results,
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+@dataclass
+class Bar:
+    """One key of one dimension: counts per outcome, kept apart."""
+
+    key: str
+    display: str
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ATTACK_OUTCOMES, 0))
+
+    @property
+    def total(self) -> int:
+        """All results under this key."""
+        return sum(self.counts.values())
+
+    @property
+    def success_rate(self) -> int:
+        """Successes over all results, as a truncated percentage (PyRIT's convention)."""
+        return int(100 * self.counts["success"] / self.total) if self.total else 0
+
+    def segments(self) -> list[tuple[str, int, int]]:
+        """(outcome, count, width percent) per non-empty outcome, for the stacked bar."""
+        total = self.total or 1
+        return [
+            (o, self.counts[o], max(1, round(100 * self.counts[o] / total)))
+            for o in ATTACK_OUTCOMES
+            if self.counts[o]
+        ]
+
+
+@dataclass
+class Chart:
+    """The bars of one dimension, most results first."""
+
+    dimension: str
+    bars: list[Bar]
+    hidden: int = 0
+
+    @property
+    def max_total(self) -> int:
+        """The largest bar, which sets the scale."""
+        return max((b.total for b in self.bars), default=0)
+
+
+@dataclass
+class Dashboard:
+    """Everything the dashboard page shows."""
+
+    charts: list[Chart]
+    label_keys: list[str]
+    label_key: str | None
+    snapshot: TallySnapshot
+    live_results: int
+
+
+def _dirty_results(watermark: datetime) -> list[dict[str, Any]]:
+    """Results ingested after the snapshot, or given a human verdict after it (one query)."""
+    late_verdicts = Score.objects.filter(
+        source=ScoreSource.HUMAN, attack_result__isnull=False, ingested_at__gt=watermark
+    ).values("attack_result_id")
+
+    def latest(field_name: str, *, before: bool) -> Subquery:
+        qs = human_scores().filter(attack_result=OuterRef("pk"))
+        if before:
+            qs = qs.filter(ingested_at__lte=watermark)
+        return Subquery(qs.values(field_name)[:1])
+
+    return list(
+        AttackResult.objects.filter(Q(ingested_at__gt=watermark) | Q(pk__in=late_verdicts))
+        .annotate(
+            human_type=latest("score_type", before=False),
+            human_value=latest("score_value", before=False),
+            old_human_type=latest("score_type", before=True),
+            old_human_value=latest("score_value", before=True),
+        )
+        .values(*_FIELDS, "human_type", "human_value", "old_human_type", "old_human_value")
+    )
+
+
+def _human(row: Mapping[str, Any], prefix: str) -> tuple[str, str | None] | None:
+    kind = row[f"{prefix}human_type"]
+    return None if kind is None else (kind, row[f"{prefix}human_value"])
+
+
+def build_dashboard(label_key: str | None) -> Dashboard:
+    """Read the snapshot and correct it with what happened since (four queries)."""
+    snapshot = TallySnapshot.objects.order_by("-taken_at").first()
+    if snapshot is None:
+        snapshot = refresh_outcome_tallies()
+    dimensions = [*DIMENSIONS]
+    if label_key:
+        dimensions.append(f"{LABEL_PREFIX}{label_key}")
+    counts: dict[str, dict[str, Bar]] = {d: {} for d in dimensions}
+    for tally in OutcomeTally.objects.filter(dimension__in=dimensions).only(
+        "dimension", "key", "display", "outcome", "count"
+    ):
+        bar = counts[tally.dimension].setdefault(tally.key, Bar(tally.key, tally.display))
+        bar.counts[tally.outcome] = bar.counts.get(tally.outcome, 0) + tally.count
+    label_keys = {
+        d.removeprefix(LABEL_PREFIX)
+        for d in OutcomeTally.objects.filter(dimension__startswith=LABEL_PREFIX)
+        .order_by("dimension")
+        .values_list("dimension", flat=True)
+        .distinct()
+    }
+    dirty = _dirty_results(snapshot.watermark)
+    for row in dirty:
+        keys = result_keys(row)
+        now_outcome = _effective(row["outcome"], _human(row, ""))
+        old_outcome = (
+            _effective(row["outcome"], _human(row, "old_"))
+            if row["ingested_at"] <= snapshot.watermark
+            else None
+        )
+        for dimension, key, display in keys:
+            if dimension.startswith(LABEL_PREFIX):
+                label_keys.add(dimension.removeprefix(LABEL_PREFIX))
+            if dimension not in counts:
+                continue
+            bar = counts[dimension].setdefault(key, Bar(key, display))
+            if old_outcome is not None:
+                bar.counts[old_outcome] -= 1
+            bar.counts[now_outcome] += 1
+    charts = [_chart(d, counts[d].values()) for d in dimensions]
+    return Dashboard(
+        charts=charts,
+        label_keys=sorted(label_keys),
+        label_key=label_key,
+        snapshot=snapshot,
+        live_results=len(dirty),
+    )
+
+
+def _chart(dimension: str, bars: Iterable[Bar]) -> Chart:
+    ordered: Sequence[Bar] = sorted(
+        (b for b in bars if b.total > 0), key=lambda b: (-b.total, b.display)
+    )
+    return Chart(dimension, list(ordered[:MAX_BARS]), hidden=max(0, len(ordered) - MAX_BARS))

@@ -1,0 +1,31 @@
+"""Review pages of the scoring app: conversation review, attack results, queue, dashboard."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from scoring import views
+
+app_name = "scoring"
+
+urlpatterns = [
+    path(
+        "conversations/<path:conversation_id>/",
+        views.conversation_detail,
+        name="conversation_detail",
+    ),
+    path("attack-results/", views.attack_result_list, name="attack_result_list"),
+    path(
+        "attack-results/<uuid:attack_result_id>/",
+        views.attack_result_detail,
+        name="attack_result_detail",
+    ),
+    path(
+        "attack-results/<uuid:attack_result_id>/verdict/",
+        views.verdict,
+        name="verdict",
+    ),
+    path("objectives/<str:objective_sha256>/", views.objective_detail, name="objective_detail"),
+    path("review/", views.review_queue, name="review_queue"),
+    path("dashboard/", views.dashboard, name="dashboard"),
+]

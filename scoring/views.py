@@ -1,0 +1,548 @@
+"""Review pages that show scores: conversation, attack results, objective, queue, dashboard.
+
+Every page costs a constant number of queries whatever the conversation length or table size
+(tests/scoring/test_pages.py checks each at 3 and 30 rows); comments list the queries.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Q
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from memory.filters import AttackResultFilterSet
+from memory.models import AttackResult, IdentifierDump
+from memory.pagination import BadCursor, keyset_page, page_size
+from memory.presenters import message_views
+from memory.querysets import (
+    attack_results_for_detail,
+    attack_results_for_list,
+    conversation_for_detail,
+    pieces_for_conversation,
+    references_to_conversation,
+)
+from memory.textview import display_text
+from memory.trees import TreeNode, parse_dump
+from memory.views import filter_form_context
+from redteam.roles import can_record_verdicts, viewer_required
+from scoring.models import Score
+from scoring.review import (
+    REVIEW_VIEWS,
+    disagrees,
+    effective_outcome,
+    for_review,
+    latest_human_verdicts,
+    result_summary,
+)
+from scoring.tallies import (
+    LABEL_PREFIX,
+    NONE_KEY,
+    Chart,
+    build_dashboard,
+    refresh_outcome_tallies,
+)
+from scoring.verdicts import MAX_RATIONALE_CHARS, record_verdict
+
+MAX_OBJECTIVE_ATTEMPTS = 24
+# The URL name of h3's "promote a piece to a seed" endpoint, when the seeds app has one.
+PROMOTE_URL_NAME = "seeds:promote_piece"
+
+
+# ---------------------------------------------------------------------------------------------
+# Display models
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ScoreView:
+    """A score beside the piece (or result) it scores, with its scorer tree."""
+
+    score: Score
+    tree: TreeNode | None
+
+    @property
+    def is_human(self) -> bool:
+        """Recorded by a reviewer."""
+        return self.score.source == "human"
+
+
+@dataclass
+class ResultView:
+    """An attack result with its verdicts, last score and identifier tree."""
+
+    result: AttackResult
+    human: Score | None
+    verdicts: list[ScoreView]
+    last_score: ScoreView | None
+    tree: TreeNode | None
+    effective: str = ""
+    disagree: bool = False
+    related: list[Any] = field(default_factory=list)
+
+
+def _tree(dump: IdentifierDump | None) -> TreeNode | None:
+    return parse_dump(dump.dump_json) if dump is not None else None
+
+
+def _promote_url_available() -> bool:
+    try:
+        reverse(PROMOTE_URL_NAME, args=[uuid.UUID(int=0)])
+    except NoReverseMatch:
+        return False
+    return True
+
+
+class VerdictForm(forms.Form):
+    """A reviewer's verdict: true, false, or a 0..1 score, with a rationale."""
+
+    verdict = forms.ChoiceField(
+        choices=[("true", "true"), ("false", "false"), ("float", "score 0..1")]
+    )
+    value = forms.FloatField(required=False, min_value=0.0, max_value=1.0)
+    rationale = forms.CharField(max_length=MAX_RATIONALE_CHARS, strip=True)
+    next = forms.CharField(required=False, max_length=20)
+
+    def clean(self) -> dict[str, Any]:
+        """A float verdict needs its value."""
+        data = super().clean() or {}
+        if data.get("verdict") == "float" and data.get("value") is None:
+            self.add_error("value", "Give a score between 0 and 1.")
+        return data
+
+    def service_args(self) -> tuple[bool | float, str]:
+        """(value, score_type) for record_verdict."""
+        verdict = self.cleaned_data["verdict"]
+        if verdict == "float":
+            return float(self.cleaned_data["value"]), "float_scale"
+        return verdict == "true", "true_false"
+
+
+# ---------------------------------------------------------------------------------------------
+# Conversation page
+# ---------------------------------------------------------------------------------------------
+
+
+def _queue_neighbours(request: HttpRequest, current: AttackResult | None) -> dict[str, Any]:
+    """Previous/next results of the review queue around the current one (two queries)."""
+    view = request.GET.get("queue")
+    if view not in REVIEW_VIEWS or current is None:
+        return {}
+    qs = for_review(attack_results_for_list(), view).only("attack_result_id", "conversation_id")
+    at = current.ingested_at
+    newer = (
+        qs.filter(ingested_at__gte=at)
+        .filter(Q(ingested_at__gt=at) | Q(attack_result_id__gt=current.pk))
+        .order_by("ingested_at", "attack_result_id")
+        .first()
+    )
+    older = (
+        qs.filter(ingested_at__lte=at)
+        .filter(Q(ingested_at__lt=at) | Q(attack_result_id__lt=current.pk))
+        .order_by("-ingested_at", "-attack_result_id")
+        .first()
+    )
+    return {"queue": view, "queue_previous": newer, "queue_next": older}
+
+
+@require_GET
+@viewer_required
+def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """A conversation reassembled: messages, pieces by data type, diffs, scores, verdicts."""
+    # Queries: session, user, permissions (2); conversation (+target dump); pieces (+media,
+    # identifiers); converter chains; attack results (+dumps, last response); their related
+    # conversations; references to this conversation; scores (+scorer dumps, reviewer);
+    # 0.13 piece-level target/attack dumps. In queue mode, +2 for previous/next.
+    conversation = conversation_for_detail().filter(pk=conversation_id).first()
+    if conversation is None:
+        raise Http404("No such conversation.")
+    pieces = list(pieces_for_conversation(conversation_id))
+    messages_ = message_views(pieces)
+    results = list(
+        attack_results_for_detail()
+        .filter(conversation_id=conversation_id)
+        .order_by("-timestamp", "-ingested_at")
+    )
+    inbound = list(references_to_conversation(conversation_id))
+    result_ids = [r.pk for r in results]
+    last_score_ids = [r.last_score_id for r in results if r.last_score_id]
+    scores = list(
+        Score.objects.filter(
+            Q(message_piece_id__in=[p.original_prompt_id for p in pieces])
+            | Q(attack_result_id__in=result_ids)
+            | Q(id__in=last_score_ids)
+        )
+        .select_related("scorer_identifier", "scorer_dump", "reviewer")
+        .order_by("timestamp", "id")
+        if pieces or results
+        else []
+    )
+    score_views = {s.id: ScoreView(s, _tree(s.scorer_dump)) for s in scores}
+    by_piece: dict[uuid.UUID, list[ScoreView]] = {}
+    for s in scores:
+        if s.message_piece_id is not None:
+            by_piece.setdefault(s.message_piece_id, []).append(score_views[s.id])
+    for message in messages_:
+        for pv in message.pieces:
+            pv.scores = by_piece.get(pv.piece.original_prompt_id, [])
+    result_views = []
+    for r in results:
+        mine = [s for s in scores if s.attack_result_id == r.pk and s.source == "human"]
+        verdicts = sorted(
+            (score_views[s.id] for s in mine),
+            key=lambda v: (v.score.timestamp, v.score.ingested_at),
+            reverse=True,
+        )
+        human = verdicts[0].score if verdicts else None
+        result_views.append(
+            ResultView(
+                result=r,
+                human=human,
+                verdicts=verdicts,
+                last_score=score_views.get(r.last_score_id) if r.last_score_id else None,
+                tree=_tree(r.atomic_attack_dump),
+                effective=effective_outcome(r.outcome, human),
+                disagree=disagrees(r.outcome, human),
+                related=list(r.related_conversations.all()),
+            )
+        )
+    target_tree, legacy_attack_tree = _conversation_trees(conversation, pieces)
+    can_verdict = can_record_verdicts(request.user)
+    context = {
+        "conversation": conversation,
+        "conversation_messages": messages_,
+        "results": result_views,
+        "inbound": inbound,
+        "target_tree": target_tree,
+        "legacy_attack_tree": legacy_attack_tree,
+        "can_verdict": can_verdict,
+        "verdict_form": VerdictForm(initial={"verdict": "true"}),
+        "promote_available": _promote_url_available() and can_verdict,
+        "promote_url_name": PROMOTE_URL_NAME,
+        **_queue_neighbours(request, results[0] if results else None),
+    }
+    return render(request, "scoring/conversation_detail.html", context)
+
+
+def _conversation_trees(conversation: Any, pieces: list[Any]) -> tuple[TreeNode | None, Any]:
+    """The target tree (1.x Conversation or 0.13 pieces) and a 0.13 piece-level attack tree."""
+    target = _tree(conversation.target_dump)
+    wanted = set()
+    if target is None:
+        wanted.update(p.target_dump_id for p in pieces if p.target_dump_id)
+    wanted.update(p.attack_dump_id for p in pieces if p.attack_dump_id)
+    if not wanted:
+        return target, None
+    dumps = {d.digest: d for d in IdentifierDump.objects.filter(digest__in=wanted)}
+    if target is None:
+        first = next((p.target_dump_id for p in pieces if p.target_dump_id), None)
+        target = _tree(dumps.get(first)) if first else None
+    attack_digest = next((p.attack_dump_id for p in pieces if p.attack_dump_id), None)
+    return target, _tree(dumps.get(attack_digest)) if attack_digest else None
+
+
+@require_POST
+@viewer_required
+def verdict(request: HttpRequest, attack_result_id: uuid.UUID) -> HttpResponse:
+    """Record a reviewer's verdict on an attack result (reviewer role only)."""
+    if not can_record_verdicts(request.user):
+        raise PermissionDenied("Recording verdicts needs the reviewer role.")
+    result = get_object_or_404(AttackResult, pk=attack_result_id)
+    form = VerdictForm(request.POST)
+    page = reverse("scoring:conversation_detail", args=[result.conversation_id])
+    if not form.is_valid():
+        errors = "; ".join(
+            f"{name}: {' '.join(str(e) for e in errs)}" for name, errs in form.errors.items()
+        )
+        messages.error(request, f"Verdict not recorded: {errors}")
+        return redirect(page)
+    value, score_type = form.service_args()
+    try:
+        record_verdict(
+            attack_result=result,
+            reviewer=request.user,
+            value=value,
+            score_type=score_type,
+            rationale=form.cleaned_data["rationale"],
+        )
+    except ValidationError as exc:
+        messages.error(request, f"Verdict not recorded: {' '.join(exc.messages)}")
+        return redirect(page)
+    messages.success(request, "Verdict recorded.")
+    queue = form.cleaned_data.get("next")
+    if queue in REVIEW_VIEWS:
+        upcoming = (
+            for_review(attack_results_for_list(), queue)
+            .filter(ingested_at__lte=result.ingested_at)
+            .filter(Q(ingested_at__lt=result.ingested_at) | Q(attack_result_id__lt=result.pk))
+            .only("attack_result_id", "conversation_id")
+            .order_by("-ingested_at", "-attack_result_id")
+            .first()
+        )
+        if upcoming is not None:
+            target = reverse("scoring:conversation_detail", args=[upcoming.conversation_id])
+            return redirect(f"{target}?queue={queue}")
+        return redirect(f"{reverse('scoring:review_queue')}?view={queue}")
+    return redirect(f"{page}#verdicts")
+
+
+# ---------------------------------------------------------------------------------------------
+# Attack results
+# ---------------------------------------------------------------------------------------------
+
+
+def _result_rows(
+    request: HttpRequest, review_view: str | None
+) -> tuple[AttackResultFilterSet, list[dict[str, Any]], str | None, str | None]:
+    """Filtered, keyset-paginated attack results with their latest human verdicts."""
+    filterset = AttackResultFilterSet(request.GET, queryset=attack_results_for_list())
+    if not filterset.is_valid():
+        return filterset, [], None, None
+    qs = filterset.qs
+    if review_view:
+        qs = for_review(qs, review_view)
+    page = keyset_page(
+        qs,
+        ts_field="ingested_at",
+        pk_field="attack_result_id",
+        cursor=request.GET.get("cursor") or None,
+        size=page_size(request.GET.get("size")),
+    )
+    humans = latest_human_verdicts(r.pk for r in page.rows)
+    rows = [result_summary(r, humans.get(r.pk)) for r in page.rows]
+    return filterset, rows, page.next_cursor, page.previous_cursor
+
+
+@require_GET
+@viewer_required
+def attack_result_list(request: HttpRequest) -> HttpResponse:
+    """Attack results filtered from the URL, newest ingested first."""
+    # Queries: session, user, permissions (2), class names, one page, its human verdicts.
+    review_view = request.GET.get("review") or None
+    if review_view is not None and review_view not in REVIEW_VIEWS:
+        return HttpResponseBadRequest("Unknown review view.")
+    try:
+        filterset, rows, next_cursor, previous_cursor = _result_rows(request, review_view)
+    except BadCursor:
+        return HttpResponseBadRequest("Invalid cursor.")
+    context = {
+        "filterset": filterset,
+        "rows": rows,
+        "next_cursor": next_cursor,
+        "previous_cursor": previous_cursor,
+        "review_view": review_view,
+        "review_views": REVIEW_VIEWS,
+        **filter_form_context(request),
+    }
+    status = 200 if filterset.is_valid() else 400
+    return render(request, "scoring/attackresult_list.html", context, status=status)
+
+
+@require_GET
+@viewer_required
+def review_queue(request: HttpRequest) -> HttpResponse:
+    """Results awaiting a verdict, or whose verdict contradicts the automated outcome."""
+    # Queries: session, user, permissions (2), class names, one page, its human verdicts.
+    view = request.GET.get("view") or "unreviewed"
+    if view not in REVIEW_VIEWS:
+        return HttpResponseBadRequest("Unknown queue.")
+    try:
+        filterset, rows, next_cursor, previous_cursor = _result_rows(request, view)
+    except BadCursor:
+        return HttpResponseBadRequest("Invalid cursor.")
+    context = {
+        "filterset": filterset,
+        "rows": rows,
+        "next_cursor": next_cursor,
+        "previous_cursor": previous_cursor,
+        "view": view,
+        "review_views": REVIEW_VIEWS,
+        "can_verdict": can_record_verdicts(request.user),
+        **filter_form_context(request),
+    }
+    status = 200 if filterset.is_valid() else 400
+    return render(request, "scoring/review_queue.html", context, status=status)
+
+
+@require_GET
+@viewer_required
+def attack_result_detail(request: HttpRequest, attack_result_id: uuid.UUID) -> HttpResponse:
+    """One attack result: objective, outcome, verdicts, identifiers, errors, related."""
+    # Queries: session, user, permissions (2); result (+dump, last response, conversation);
+    # related conversations; scores (verdicts and last score, +scorer dumps).
+    result = attack_results_for_detail().filter(pk=attack_result_id).first()
+    if result is None:
+        raise Http404("No such attack result.")
+    scores = list(
+        Score.objects.filter(
+            Q(attack_result_id=result.pk, source="human") | Q(id=result.last_score_id)
+            if result.last_score_id
+            else Q(attack_result_id=result.pk, source="human")
+        )
+        .select_related("scorer_dump", "reviewer")
+        .order_by("-timestamp", "-ingested_at")
+    )
+    verdicts = [ScoreView(s, _tree(s.scorer_dump)) for s in scores if s.source == "human"]
+    last = next((s for s in scores if s.id == result.last_score_id), None)
+    human = verdicts[0].score if verdicts else None
+    context = {
+        "r": ResultView(
+            result=result,
+            human=human,
+            verdicts=verdicts,
+            last_score=ScoreView(last, _tree(last.scorer_dump)) if last else None,
+            tree=_tree(result.atomic_attack_dump),
+            effective=effective_outcome(result.outcome, human),
+            disagree=disagrees(result.outcome, human),
+            related=list(result.related_conversations.all()),
+        ),
+        "last_response": display_text(result.last_response.converted_value)
+        if result.last_response
+        else None,
+    }
+    return render(request, "scoring/attackresult_detail.html", context)
+
+
+@dataclass
+class Attempt:
+    """One attempt at an objective, for the side-by-side page."""
+
+    result: AttackResult
+    human: Score | None
+    last_score: Score | None
+    effective: str
+    response: Any
+
+
+@require_GET
+@viewer_required
+def objective_detail(request: HttpRequest, objective_sha256: str) -> HttpResponse:
+    """Every attempt at one objective (same objective_sha256), side by side."""
+    # Queries: session, user, permissions (2); attempts (+last response, identifier);
+    # their scores (verdicts and last scores).
+    if len(objective_sha256) != 64 or any(c not in "0123456789abcdef" for c in objective_sha256):
+        raise Http404("Not an objective hash.")
+    results = list(
+        AttackResult.objects.filter(objective_sha256=objective_sha256)
+        .select_related("last_response", "atomic_attack_identifier")
+        .defer("error_traceback", "metadata", "retry_events", "attribution_data")
+        .order_by("timestamp", "attack_result_id")[: MAX_OBJECTIVE_ATTEMPTS + 1]
+    )
+    if not results:
+        raise Http404("No attempts at this objective.")
+    more = len(results) > MAX_OBJECTIVE_ATTEMPTS
+    results = results[:MAX_OBJECTIVE_ATTEMPTS]
+    last_ids = [r.last_score_id for r in results if r.last_score_id]
+    scores = list(
+        Score.objects.filter(
+            Q(attack_result_id__in=[r.pk for r in results], source="human") | Q(id__in=last_ids)
+        ).order_by("-timestamp", "-ingested_at")
+    )
+    humans: dict[uuid.UUID, Score] = {}
+    for s in scores:
+        if s.source == "human" and s.attack_result_id is not None:
+            humans.setdefault(s.attack_result_id, s)
+    by_id = {s.id: s for s in scores}
+    attempts = [
+        Attempt(
+            result=r,
+            human=humans.get(r.pk),
+            last_score=by_id.get(r.last_score_id) if r.last_score_id else None,
+            effective=effective_outcome(r.outcome, humans.get(r.pk)),
+            response=display_text(r.last_response.converted_value, limit=4000)
+            if r.last_response
+            else None,
+        )
+        for r in results
+    ]
+    context = {
+        "objective": display_text(results[0].objective),
+        "objective_sha256": objective_sha256,
+        "attempts": attempts,
+        "more": more,
+        "first_attack_hash": results[0].atomic_attack_identifier_id,
+    }
+    return render(request, "scoring/objective_detail.html", context)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dashboard
+# ---------------------------------------------------------------------------------------------
+
+FILTER_PARAMS = {
+    "harm_category": "harm_category",
+    "attack": "attack",
+    "converter": "converter",
+    "target": "target",
+}
+
+
+@require_http_methods(["GET", "POST"])
+@viewer_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """Attack success by harm category, attack, converter, target and a chosen label."""
+    # Queries: session, user, permissions (2); snapshot; tallies of the shown dimensions;
+    # label keys; results and verdicts newer than the snapshot.
+    if request.method == "POST":
+        if not can_record_verdicts(request.user):
+            raise PermissionDenied("Refreshing the dashboard needs the reviewer role.")
+        refresh_outcome_tallies()
+        messages.success(request, "Dashboard counts rebuilt.")
+        return redirect(request.get_full_path())
+    label_key = (request.GET.get("label_key") or "").strip()[:100] or None
+    data = build_dashboard(label_key)
+    charts = [_chart_context(chart) for chart in data.charts]
+    context = {
+        "data": data,
+        "charts": charts,
+        "label_key": label_key,
+        "can_refresh": can_record_verdicts(request.user),
+    }
+    return render(request, "scoring/dashboard.html", context)
+
+
+def _chart_context(chart: Chart) -> dict[str, Any]:
+    """Bars with links to the conversation list filtered to each key (and outcome)."""
+    base = reverse("memory:conversation_list")
+    if chart.dimension.startswith(LABEL_PREFIX):
+        label_key = chart.dimension.removeprefix(LABEL_PREFIX)
+        title = f"label {label_key}"
+    else:
+        label_key, title = None, chart.dimension.replace("_", " ")
+    scale = chart.max_total or 1
+    bars = []
+    for bar in chart.bars:
+        if bar.key == NONE_KEY:
+            params: dict[str, str] | None = None
+        elif label_key is not None:
+            params = {"label": f"{label_key}:{bar.key}"}
+        else:
+            params = {FILTER_PARAMS[chart.dimension]: bar.key}
+        bars.append(
+            {
+                "bar": bar,
+                "href": f"{base}?{urlencode(params)}" if params else None,
+                "width": max(1, round(100 * bar.total / scale)),
+                "segments": [
+                    {
+                        "outcome": outcome,
+                        "count": count,
+                        "width": width,
+                        "href": f"{base}?{urlencode({**params, 'outcome': outcome})}"
+                        if params
+                        else None,
+                    }
+                    for outcome, count, width in bar.segments()
+                ],
+            }
+        )
+    return {"chart": chart, "title": title, "bars": bars}

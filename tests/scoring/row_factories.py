@@ -1,0 +1,62 @@
+"""Typed factories for scores and users with review roles."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from django.contrib.auth.models import Group, User
+from django.utils import timezone
+
+from memory.models import AttackResult, MessagePiece
+from redteam.identifiers import ComponentIdentifier as CoreIdentifier
+from redteam.roles import READ_ONLY_GROUP, REVIEWER_GROUP, ensure_roles
+from scoring.models import Score
+from tests.memory.row_factories import core_scorer, store_identifier
+
+PASSWORD = "pw-review-123"
+
+
+def make_user(username: str, role: str | None = "reviewer") -> User:
+    """A user in the reviewer or read-only group (None: no role at all)."""
+    ensure_roles()
+    user = User.objects.create_user(username, password=PASSWORD)
+    if role is not None:
+        group = Group.objects.get(name=REVIEWER_GROUP if role == "reviewer" else READ_ONLY_GROUP)
+        user.groups.add(group)
+    return user
+
+
+def make_score(
+    *,
+    piece: MessagePiece | None = None,
+    value: str | None = "true",
+    score_type: str = "true_false",
+    scorer: CoreIdentifier | None = None,
+    rationale: str = "The response contains the requested steps.",
+    category: list[str] | None = None,
+    attack_result: AttackResult | None = None,
+    source: str = "automated",
+    reviewer: User | None = None,
+    timestamp: datetime | None = None,
+) -> Score:
+    """A score on a piece (through its original_prompt_id) and/or an attack result."""
+    parsed = store_identifier(scorer or core_scorer())
+    return Score.objects.create(
+        id=uuid.uuid4(),
+        score_value=value,
+        status="complete" if value is not None else "undetermined",
+        score_value_description="",
+        score_type=score_type,
+        score_category=category,
+        score_rationale=rationale,
+        score_metadata={},
+        scorer_identifier_id=parsed.hash,
+        scorer_dump_id=parsed.digest,
+        scorer_class=(scorer or core_scorer()).class_name,
+        message_piece_id=piece.original_prompt_id if piece else None,
+        timestamp=timestamp or timezone.now(),
+        source=source,
+        attack_result=attack_result,
+        reviewer=reviewer,
+    )
