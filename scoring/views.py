@@ -44,6 +44,7 @@ from scoring.review import (
     latest_human_verdicts,
     result_summary,
 )
+from scoring.services import MAX_RATIONALE_CHARS, record_verdict
 from scoring.tallies import (
     LABEL_PREFIX,
     NONE_KEY,
@@ -51,7 +52,6 @@ from scoring.tallies import (
     build_dashboard,
     refresh_outcome_tallies,
 )
-from scoring.verdicts import MAX_RATIONALE_CHARS, record_verdict
 
 MAX_OBJECTIVE_ATTEMPTS = 24
 # The URL name of h3's "promote a piece to a seed" endpoint, when the seeds app has one.
