@@ -30,6 +30,7 @@ from rest_framework.views import APIView
 
 from redteam.api_auth import HasIngestScope, HasReadScope
 from redteam.ingest import INGEST_KINDS, PayloadError, count_items, ingest_batch, validate_payload
+from redteam.jsonguard import JsonLimitError, check_json_limits
 from redteam.models import MediaBlob
 
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -195,8 +196,11 @@ class IngestView(APIView):
             "* `?atomic=1`: store all or nothing. If any item is rejected, nothing is stored "
             "(`stored` = 0, `rolled_back` = true, valid items have status `rolled_back`).\n"
             "* **400**: malformed JSON or wrong top-level types (nothing stored).\n"
-            "* **413**: body over `REDTEAM_MAX_BODY_BYTES` (default 64 MiB) or more than "
-            "`REDTEAM_MAX_ITEMS` items (default 20,000) in total.\n\n"
+            "* **413**: body over `REDTEAM_MAX_BODY_BYTES` (default 64 MiB), more than "
+            "`REDTEAM_MAX_ITEMS` items (default 20,000) in total, or a string longer than "
+            "`REDTEAM_MAX_STRING_CHARS` (default 2 Mi characters); `path` names it.\n"
+            "* **400** also: JSON nested deeper than `REDTEAM_MAX_JSON_DEPTH` (64), or a string "
+            "holding NUL (\\u0000) or an unpaired surrogate; `path` names the value.\n\n"
             "Needs an API key with the `ingest` scope (or a staff session)."
         ),
         request=_INGEST_REQUEST,
@@ -242,6 +246,18 @@ class IngestView(APIView):
         except (ValueError, RecursionError) as exc:
             return _problem(f"Malformed JSON: {exc}", status.HTTP_400_BAD_REQUEST)
         try:
+            # Nesting, string size, NUL and lone surrogates: refused here, with the value's
+            # path, before any service (or JSONField, or template) walks the data.
+            check_json_limits(
+                payload,
+                body=body,
+                max_chars=settings.REDTEAM_MAX_STRING_CHARS,
+                max_depth=settings.REDTEAM_MAX_JSON_DEPTH,
+            )
+        except JsonLimitError as exc:
+            code = 413 if exc.too_large else status.HTTP_400_BAD_REQUEST
+            return _problem(str(exc), code, path=exc.path)
+        try:
             lists = validate_payload(payload)
         except PayloadError as exc:
             return _problem(str(exc), status.HTTP_400_BAD_REQUEST)
@@ -262,7 +278,6 @@ def _store_media(data: bytes, *, filename: str, user: Any) -> MediaBlob:
     # Imported here: redteam.media (h2) and memory.services are app-level code this
     # project-level view composes; resolving late keeps `manage.py check` import order simple.
     from memory.services import link_media
-
     from redteam.media import store_media_bytes
 
     blob = store_media_bytes(data, filename=filename, user=user)

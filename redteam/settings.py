@@ -188,6 +188,9 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 REDTEAM_MAX_BODY_BYTES: int = env.int("REDTEAM_MAX_BODY_BYTES", default=64 * 1024 * 1024)
 REDTEAM_MAX_ITEMS: int = env.int("REDTEAM_MAX_ITEMS", default=20_000)
 REDTEAM_MAX_MEDIA_BYTES: int = env.int("REDTEAM_MAX_MEDIA_BYTES", default=256 * 1024 * 1024)
+# Per value: longest string (413 above) and deepest nesting (400 above) in an ingest body.
+REDTEAM_MAX_STRING_CHARS: int = env.int("REDTEAM_MAX_STRING_CHARS", default=2 * 1024 * 1024)
+REDTEAM_MAX_JSON_DEPTH: int = env.int("REDTEAM_MAX_JSON_DEPTH", default=64)
 
 REST_FRAMEWORK = {
     # API keys (Authorization: Bearer) first, so a missing key is answered with 401; browser
