@@ -5,14 +5,33 @@ from __future__ import annotations
 from csp.decorators import csp_update
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from rest_framework.routers import SimpleRouter
 
-from redteam import api
+from memory.api.views import ConversationViewSet, IdentifierViewSet
+from redteam import api, api_reads
+from scoring.api.views import ScoreViewSet
+from seeds.api.views import SeedViewSet
+
+router = SimpleRouter()
+router.register("message-pieces", api_reads.MessagePieceViewSet, basename="message-piece")
+router.register("conversations", ConversationViewSet, basename="conversation")
+router.register("scores", ScoreViewSet, basename="score")
+router.register("attack-results", api_reads.AttackResultViewSet, basename="attack-result")
+router.register("seeds", SeedViewSet, basename="seed")
+router.register("identifiers", IdentifierViewSet, basename="identifier")
 
 v1 = [
     path("ingest/", api.IngestView.as_view(), name="ingest"),
     path("media/", api.MediaUploadView.as_view(), name="media-upload"),
     path("media/missing/", api.MediaMissingView.as_view(), name="media-missing"),
     path("media/<str:sha256>/", api.MediaDetailView.as_view(), name="media-detail"),
+    # The list is the router's; one conversation is its reassembled messages with scores.
+    path(
+        "conversations/<str:conversation_id>/",
+        api_reads.ConversationMessagesView.as_view(),
+        name="conversation-messages",
+    ),
+    *router.urls,
 ]
 
 urlpatterns = [

@@ -9,6 +9,8 @@ from typing import Any
 
 import django_filters as df
 from django.db.models import Q, QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 
 from memory.filters import (
     HASH_RE,
@@ -41,6 +43,7 @@ class ScorerFilter(MultiValueFilter):
         return qs.filter(condition)
 
 
+@extend_schema_field(OpenApiTypes.STR)
 class ConversationScoresFilter(InFilter):
     """Scores of the pieces of these conversations (joined through original_prompt_id)."""
 

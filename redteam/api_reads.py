@@ -1,0 +1,260 @@
+"""Read API for rows that carry scores: message pieces, conversations' messages, attack results.
+
+Scores live in the scoring app (which depends on memory), so these views sit in the project
+package. Every row is produced by the export functions (memory/export.py, scoring/export.py),
+so what was ingested comes back equal, field by field, in the shape it was sent in.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import Http404
+from drf_spectacular.utils import (
+    extend_schema,
+    extend_schema_view,
+    inline_serializer,
+)
+from rest_framework import mixins, serializers, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memory.export import export_conversation, export_piece
+from memory.filters import AttackResultFilterSet, MessagePieceFilterSet
+from memory.models import AttackResult, Conversation, MessagePiece
+from memory.querysets import attack_results_for_export, pieces_for_export
+from memory.reassembly import reassemble_conversation
+from redteam.api_common import SHAPE_PARAMETER, cursor_pagination, requested_shape, row_shape
+from scoring.export import export_attack_result, export_score, scores_by_prompt_id
+from scoring.models import Score
+
+
+class MessagePieceOut(serializers.Serializer):  # type: ignore[type-arg]
+    """Documents the output: a PyRIT MessagePiece dict (1.x or 0.13 keys, see `shape`)."""
+
+    id = serializers.UUIDField()
+    role = serializers.CharField()
+    conversation_id = serializers.CharField()
+    sequence = serializers.IntegerField()
+    timestamp = serializers.CharField()
+    original_value = serializers.CharField()
+    converted_value = serializers.CharField()
+    converter_identifiers = serializers.ListField(child=serializers.DictField())
+
+
+class AttackResultOut(serializers.Serializer):  # type: ignore[type-arg]
+    """Documents the output: a PyRIT AttackResult dict."""
+
+    attack_result_id = serializers.UUIDField()
+    conversation_id = serializers.CharField()
+    objective = serializers.CharField()
+    outcome = serializers.CharField()
+    last_response = serializers.DictField(allow_null=True)
+    last_score = serializers.DictField(allow_null=True)
+
+
+_CONVERSATION_MESSAGES = inline_serializer(
+    "ConversationMessages",
+    {
+        "conversation_id": serializers.CharField(),
+        "target_identifier": serializers.DictField(allow_null=True),
+        "retries": serializers.ListField(child=serializers.DictField()),
+        "messages": inline_serializer(
+            "ConversationMessage",
+            {
+                "sequence": serializers.IntegerField(),
+                "role": serializers.CharField(),
+                "pieces": serializers.ListField(
+                    child=serializers.DictField(),
+                    help_text="PyRIT piece dicts, each with a `scores` list.",
+                ),
+            },
+            many=True,
+        ),
+    },
+)
+
+
+def _scores_for(pieces: Sequence[MessagePiece]) -> dict[uuid.UUID, list[Score]]:
+    """Scores of these pieces grouped by original_prompt_id, exported per piece shape (1 query).
+
+    PyRIT joins scores to pieces through original_prompt_id, so duplicated pieces share them.
+    """
+    ids = {p.original_prompt_id for p in pieces}
+    grouped: dict[uuid.UUID, list[Score]] = {}
+    if not ids:
+        return grouped
+    scores = (
+        Score.objects.select_related("scorer_dump")
+        .filter(message_piece_id__in=ids)
+        .order_by("timestamp", "id")
+    )
+    for score in scores:
+        if score.message_piece_id is not None:
+            grouped.setdefault(score.message_piece_id, []).append(score)
+    return grouped
+
+
+def export_pieces_page(
+    pieces: Sequence[MessagePiece], requested: str, *, with_scores: bool = False
+) -> list[dict[str, Any]]:
+    """Pieces in the requested (or stored) shape; 0.13 pieces carry their scores as PyRIT does.
+
+    With `with_scores`, 1.x pieces also get a `scores` list (the conversation endpoint).
+    """
+    needs_scores = with_scores or any(
+        row_shape(requested, p.source_shape) == "0.13" for p in pieces
+    )
+    grouped = _scores_for(pieces) if needs_scores else {}
+    rows = []
+    for piece in pieces:
+        shape = row_shape(requested, piece.source_shape)
+        scores = [export_score(score, shape) for score in grouped.get(piece.original_prompt_id, [])]
+        row = export_piece(piece, shape, scores=scores)
+        if with_scores and shape == "1.x":
+            row["scores"] = scores
+        rows.append(row)
+    return rows
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List message pieces",
+        description="Newest first. Filters follow PyRIT's get_message_pieces.",
+        parameters=[SHAPE_PARAMETER],
+        responses=MessagePieceOut,
+    ),
+    retrieve=extend_schema(summary="One message piece", parameters=[SHAPE_PARAMETER]),
+)
+class MessagePieceViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    """PyRIT message pieces."""
+
+    filterset_class = MessagePieceFilterSet
+    serializer_class = MessagePieceOut
+    pagination_class = cursor_pagination("-timestamp", "-id")
+    lookup_value_regex = "[0-9a-fA-F-]{36}"
+
+    def get_queryset(self) -> QuerySet[MessagePiece]:
+        """Pieces with every dump their PyRIT dict needs."""
+        return pieces_for_export()
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """One page. Queries: pieces (+dumps, conversation), converters, and scores if needed."""
+        shape = requested_shape(request)
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        assert page is not None
+        return self.get_paginated_response(export_pieces_page(page, shape))
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """One piece in its shape."""
+        shape = requested_shape(request)
+        return Response(export_pieces_page([self.get_object()], shape)[0])
+
+
+class ConversationMessagesView(APIView):
+    """A conversation reassembled into messages, each piece with its scores."""
+
+    @extend_schema(
+        operation_id="conversation_messages",
+        summary="A conversation's messages with their pieces and scores",
+        parameters=[SHAPE_PARAMETER],
+        responses=_CONVERSATION_MESSAGES,
+    )
+    def get(self, request: Request, conversation_id: str) -> Response:
+        """Queries: conversation, pieces (+dumps), converters, scores: 4 at any length."""
+        shape = requested_shape(request)
+        conversation = (
+            Conversation.objects.select_related("target_dump")
+            .filter(conversation_id=conversation_id)
+            .first()
+        )
+        if conversation is None:
+            raise Http404
+        pieces = list(pieces_for_export().filter(conversation_id=conversation_id))
+        exported = export_pieces_page(pieces, shape, with_scores=True)
+        by_id = {piece.id: row for piece, row in zip(pieces, exported, strict=True)}
+        messages = [
+            {
+                "sequence": message.sequence,
+                "role": message.role,
+                "pieces": [by_id[p.id] for p in message.pieces],
+            }
+            for message in reassemble_conversation(pieces)
+        ]
+        return Response({**export_conversation(conversation), "messages": messages})
+
+
+def export_results_page(results: Sequence[AttackResult], requested: str) -> list[dict[str, Any]]:
+    """Attack results with their last score (1 query) and, in 0.13, last responses' scores."""
+    score_ids = [r.last_score_id for r in results if r.last_score_id is not None]
+    last_scores = (
+        {s.id: s for s in Score.objects.select_related("scorer_dump").filter(id__in=score_ids)}
+        if score_ids
+        else {}
+    )
+    shapes = [row_shape(requested, r.source_shape) for r in results]
+    nested: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    legacy_responses = [
+        r.last_response
+        for r, shape in zip(results, shapes, strict=True)
+        if shape == "0.13" and r.last_response is not None
+    ]
+    if legacy_responses:
+        nested = scores_by_prompt_id(p.original_prompt_id for p in legacy_responses)
+    rows = []
+    for result, shape in zip(results, shapes, strict=True):
+        last_response = result.last_response
+        rows.append(
+            export_attack_result(
+                result,
+                shape,
+                last_score=last_scores.get(result.last_score_id) if result.last_score_id else None,
+                last_response_scores=nested.get(last_response.original_prompt_id, [])
+                if last_response is not None
+                else [],
+            )
+        )
+    return rows
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List attack results",
+        description="Newest first. Filters follow PyRIT's get_attack_results.",
+        parameters=[SHAPE_PARAMETER],
+        responses=AttackResultOut,
+    ),
+    retrieve=extend_schema(summary="One attack result", parameters=[SHAPE_PARAMETER]),
+)
+class AttackResultViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    """PyRIT attack results with their last response and last score."""
+
+    filterset_class = AttackResultFilterSet
+    serializer_class = AttackResultOut
+    pagination_class = cursor_pagination("-ingested_at", "-attack_result_id")
+    lookup_field = "attack_result_id"
+    lookup_value_regex = "[0-9a-fA-F-]{36}"
+
+    def get_queryset(self) -> QuerySet[AttackResult]:
+        """Results with dumps, last response and related conversations."""
+        return attack_results_for_export()
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """One page at a constant number of queries."""
+        shape = requested_shape(request)
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        assert page is not None
+        return self.get_paginated_response(export_results_page(page, shape))
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """One result in its shape."""
+        shape = requested_shape(request)
+        return Response(export_results_page([self.get_object()], shape)[0])

@@ -1,0 +1,88 @@
+"""Read API for scores, in PyRIT's shapes (scoring/export.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import mixins, serializers, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from redteam.api_common import STORED, cursor_pagination, requested_shape
+from scoring.export import ScoreShape, export_score
+from scoring.filters import ScoreFilterSet
+from scoring.models import Score
+
+SCORE_SHAPES = ("1.x", "0.13", "entry")
+SCORE_SHAPE_PARAMETER = OpenApiParameter(
+    "shape",
+    OpenApiTypes.STR,
+    enum=[STORED, *SCORE_SHAPES],
+    description=(
+        "`1.x` (model_dump), `0.13` (to_dict), `entry` (1.1 ScoreEntry.to_dict()), or `stored` "
+        "(default: the shape each score arrived in)."
+    ),
+)
+
+
+class ScoreOut(serializers.Serializer):  # type: ignore[type-arg]
+    """Documents the output: a PyRIT Score dict (see `shape`)."""
+
+    id = serializers.UUIDField()
+    score_value = serializers.CharField(allow_null=True)
+    score_type = serializers.CharField()
+    scorer_class_identifier = serializers.DictField(allow_null=True)
+    message_piece_id = serializers.CharField(allow_null=True)
+    timestamp = serializers.CharField()
+
+
+def score_shape(requested: str, score: Score) -> ScoreShape:
+    """The shape to export a score in: the requested one or the one it arrived in."""
+    if requested == STORED:
+        return "0.13" if score.source_shape == "0.13" else "1.x"
+    return requested  # type: ignore[return-value]
+
+
+def export_scores(scores: list[Score], requested: str) -> list[dict[str, Any]]:
+    """Scores in the requested shape (no queries: the scorer dump is select_related)."""
+    return [export_score(s, score_shape(requested, s)) for s in scores]
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List scores", parameters=[SCORE_SHAPE_PARAMETER], responses=ScoreOut
+    ),
+    retrieve=extend_schema(
+        summary="One score", parameters=[SCORE_SHAPE_PARAMETER], responses=ScoreOut
+    ),
+)
+class ScoreViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """PyRIT scores (automated and human), newest first."""
+
+    filterset_class = ScoreFilterSet
+    serializer_class = ScoreOut
+    pagination_class = cursor_pagination("-timestamp", "-id")
+    lookup_value_regex = "[0-9a-fA-F-]{36}"
+
+    def get_queryset(self) -> QuerySet[Score]:
+        """Scores with their scorer dump (for scorer_class_identifier)."""
+        return Score.objects.select_related("scorer_dump")
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """One page: 1 query (scores joined with their scorer dumps)."""
+        shape = requested_shape(request, allowed=SCORE_SHAPES)
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        assert page is not None
+        return self.get_paginated_response(export_scores(page, shape))
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """One score: 1 query."""
+        shape = requested_shape(request, allowed=SCORE_SHAPES)
+        return Response(export_scores([self.get_object()], shape)[0])

@@ -1,0 +1,186 @@
+"""Read API for seeds, as PyRIT seed dicts (1.x model_dump or the 0.13 dataclass fields)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import mixins, serializers, viewsets
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from redteam.api_common import cursor_pagination
+from seeds.filters import SeedFilterSet
+from seeds.models import Seed
+from seeds.parsing import LONE_SEED_GROUP_NAMESPACE
+
+# Keys in PyRIT's serialization order (PYRIT-MODEL.md 4.1; seeds.jsonl of each line).
+BASE_KEYS: tuple[str, ...] = (
+    "value",
+    "value_sha256",
+    "id",
+    "name",
+    "dataset_name",
+    "harm_categories",
+    "description",
+    "authors",
+    "groups",
+    "source",
+    "date_added",
+    "added_by",
+    "metadata",
+    "prompt_group_id",
+    "prompt_group_alias",
+    "is_general_technique",
+    "is_jinja_template",
+)
+KEYS_1X: dict[str, tuple[str, ...]] = {
+    "objective": (*BASE_KEYS, "data_type", "seed_type"),
+    "prompt": (
+        *BASE_KEYS,
+        "data_type",
+        "seed_type",
+        "response_json_schema",
+        "role",
+        "sequence",
+        "parameters",
+    ),
+    "simulated_conversation": (
+        *BASE_KEYS,
+        "data_type",
+        "seed_type",
+        "num_turns",
+        "sequence",
+        "adversarial_chat_system_prompt_path",
+        "simulated_target_system_prompt_path",
+        "next_message_system_prompt_path",
+        "pyrit_version",
+    ),
+}
+# 0.13 seeds were dataclasses: no seed_type, objectives without data_type.
+KEYS_013: dict[str, tuple[str, ...]] = {
+    "objective": BASE_KEYS,
+    "prompt": (*BASE_KEYS, "data_type", "role", "sequence", "parameters"),
+    "simulated_conversation": (
+        *BASE_KEYS,
+        "data_type",
+        "num_turns",
+        "sequence",
+        "adversarial_chat_system_prompt_path",
+        "simulated_target_system_prompt_path",
+        "next_message_system_prompt_path",
+    ),
+}
+SEED_SHAPE_PARAMETER = OpenApiParameter(
+    "shape",
+    OpenApiTypes.STR,
+    enum=["1.x", "0.13"],
+    description="`1.x` (model_dump(mode='json'), default) or `0.13` (the dataclass fields).",
+)
+
+
+class SeedOut(serializers.Serializer):  # type: ignore[type-arg]
+    """Documents the output: a PyRIT seed dict (see `shape`)."""
+
+    id = serializers.UUIDField()
+    value = serializers.CharField()
+    seed_type = serializers.CharField()
+    dataset_name = serializers.CharField(allow_null=True)
+    prompt_group_id = serializers.UUIDField(allow_null=True)
+
+
+def _timestamp(value: datetime | None, shape: str) -> str | None:
+    if value is None:
+        return None
+    value = value.astimezone(UTC)
+    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if shape == "1.x" else value.isoformat()
+
+
+def _prompt_group_id(seed: Seed) -> str | None:
+    group_id = seed.group.prompt_group_id if seed.group is not None else None
+    # A seed sent without a group got a deterministic one; it goes back out as it came: null.
+    if group_id is None or group_id == uuid.uuid5(LONE_SEED_GROUP_NAMESPACE, str(seed.id)):
+        return None
+    return str(group_id)
+
+
+def export_seed(seed: Seed, shape: str = "1.x") -> dict[str, Any]:
+    """One seed as PyRIT serializes it (group select_related: no query)."""
+    values: dict[str, Any] = {
+        "value": seed.value,
+        "value_sha256": seed.value_sha256,
+        "id": str(seed.id),
+        "name": seed.name,
+        "dataset_name": seed.dataset_name,
+        "harm_categories": seed.harm_categories,
+        "description": seed.description,
+        "authors": seed.authors,
+        "groups": seed.groups,
+        "source": seed.source,
+        "date_added": _timestamp(seed.date_added, shape),
+        "added_by": seed.added_by,
+        "metadata": seed.metadata,
+        "prompt_group_id": _prompt_group_id(seed),
+        "prompt_group_alias": seed.prompt_group_alias,
+        "is_general_technique": seed.is_general_technique,
+        "is_jinja_template": seed.is_jinja_template,
+        "data_type": seed.data_type,
+        "seed_type": seed.seed_type,
+        "response_json_schema": seed.response_json_schema,
+        "role": seed.role,
+        "sequence": seed.sequence,
+        "parameters": seed.parameters,
+        "num_turns": seed.num_turns,
+        "adversarial_chat_system_prompt_path": seed.adversarial_chat_system_prompt_path,
+        "simulated_target_system_prompt_path": seed.simulated_target_system_prompt_path,
+        "next_message_system_prompt_path": seed.next_message_system_prompt_path,
+        "pyrit_version": seed.pyrit_version,
+    }
+    keys = (KEYS_013 if shape == "0.13" else KEYS_1X).get(seed.seed_type, KEYS_1X["prompt"])
+    return {key: values[key] for key in keys}
+
+
+def _shape(request: Request) -> str:
+    value = str(request.query_params.get("shape") or "1.x")
+    if value not in ("1.x", "0.13"):
+        raise ValidationError({"shape": "Use 1.x or 0.13."})
+    return value
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List seeds", parameters=[SEED_SHAPE_PARAMETER], responses=SeedOut),
+    retrieve=extend_schema(
+        summary="One seed", parameters=[SEED_SHAPE_PARAMETER], responses=SeedOut
+    ),
+)
+class SeedViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """PyRIT seeds (prompts, objectives, simulated conversations), newest first."""
+
+    filterset_class = SeedFilterSet
+    serializer_class = SeedOut
+    pagination_class = cursor_pagination("-created_at", "-id")
+    lookup_value_regex = "[0-9a-fA-F-]{36}"
+
+    def get_queryset(self) -> QuerySet[Seed]:
+        """Seeds with their group (for prompt_group_id)."""
+        return Seed.objects.select_related("group")
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """One page: 1 query (seeds joined with their groups)."""
+        shape = _shape(request)
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        assert page is not None
+        return self.get_paginated_response([export_seed(s, shape) for s in page])
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """One seed: 1 query."""
+        return Response(export_seed(self.get_object(), _shape(request)))
