@@ -100,6 +100,9 @@ def _start_gunicorn(database_url: str, media_root: Path, workers: int) -> Served
         "GUNICORN_ACCESS_LOG": "",
         "GUNICORN_LOG_LEVEL": "info",
         "GUNICORN_TIMEOUT": "60",
+        # Smaller than the 64 MiB default so the oversize-body fault test stays cheap; the
+        # string limit (2 Mi characters) keeps its default.
+        "REDTEAM_MAX_BODY_BYTES": str(16 * 1024 * 1024),
         "LOG_LEVEL": "WARNING",
     }
     process = subprocess.Popen(
