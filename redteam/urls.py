@@ -14,6 +14,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("health/", views.health, name="health"),
     path("api/", include("redteam.api_urls")),
+    path("seeds/", include("seeds.urls")),
     path("", include("memory.urls")),
     path("", include("scoring.urls")),
     path("", views.home, name="home"),

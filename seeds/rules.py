@@ -132,6 +132,30 @@ def seed_errors(seed: SeedLike) -> list[RuleError]:
             errors.append(RuleError("sequence", "sequence must be a non-negative integer."))
     if not isinstance(seed.value, str):
         errors.append(RuleError("value", "value must be a string."))
+    errors.extend(_shape_errors(seed))
+    return errors
+
+
+def _shape_errors(seed: SeedLike) -> list[RuleError]:
+    """JSON columns hold what PyRIT's models declare (lists of strings, string-keyed maps)."""
+    errors: list[RuleError] = []
+    for name in ("harm_categories", "authors", "groups", "parameters"):
+        value = getattr(seed, name, None)
+        if value is not None and not (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            errors.append(RuleError(name, f"{name} must be a list of strings."))
+    for name in ("metadata", "response_json_schema"):
+        value = getattr(seed, name, None)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            errors.append(RuleError(name, f"{name} must be a JSON object."))
+        elif problem := check_json_value(value, name):
+            errors.append(RuleError(name, problem))
+    sequence = getattr(seed, "sequence", None)
+    if sequence is not None and (isinstance(sequence, bool) or not isinstance(sequence, int)):
+        errors.append(RuleError("sequence", "sequence must be an integer."))
     return errors
 
 

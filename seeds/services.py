@@ -18,6 +18,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from redteam.outcomes import FieldError, ItemOutcome
+from redteam.pyrit_enums import MEDIA_PATH_DATA_TYPES
 from seeds import rules
 from seeds.bulk import create_with_history, update_quietly, update_with_history
 from seeds.importing import export_dataset, export_seeds, import_dataset
@@ -223,7 +224,10 @@ def _blobs_for(seeds: Iterable[Seed]) -> dict[str, Any]:
 
 def link_media(blob: Any) -> int:
     """Point media seeds whose value_sha256 is the blob's sha256 at it; returns how many."""
-    return Seed.objects.filter(value_sha256=blob.sha256, media__isnull=True).update(media=blob)
+    media_types = [*MEDIA_PATH_DATA_TYPES, "url"]
+    return Seed.objects.filter(
+        value_sha256=blob.sha256, data_type__in=media_types, media__isnull=True
+    ).update(media=blob)
 
 
 # -- curation (admin) ------------------------------------------------------------------------

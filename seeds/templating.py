@@ -262,9 +262,13 @@ def render_silent(value: str, **params: Any) -> str:
         return value
 
 
-def render_strict(value: str, *, name: str | None = None, **params: Any) -> str:
-    """PyRIT's strict render: any problem raises ValueError("Error rendering template ...")."""
-    label = name or "<unnamed template>"
+def render_strict(value: str, template_name: str | None = None, /, **params: Any) -> str:
+    """PyRIT's strict render: any problem raises ValueError("Error rendering template ...").
+
+    `template_name` (the seed's name) only labels the error; it is positional-only so that
+    a template variable may be called anything, `name` included.
+    """
+    label = template_name or "<unnamed template>"
     try:
         env = GuardedSandbox(undefined=StrictUndefined)
         _parse(env, value)

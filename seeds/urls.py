@@ -1,0 +1,16 @@
+"""Seed pages of the review UI (read-only browsing, template preview) and promote-to-seed."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from seeds import views
+
+app_name = "seeds"
+
+urlpatterns = [
+    path("", views.dataset_list, name="dataset_list"),
+    path("datasets/<int:pk>/", views.dataset_detail, name="dataset_detail"),
+    path("seed/<uuid:pk>/preview/", views.seed_preview, name="seed_preview"),
+    path("promote/", views.promote_piece, name="promote_piece"),
+]
