@@ -435,6 +435,11 @@ def _node_row(node: ComponentIdentifier) -> dict[str, Any]:
     }
 
 
+IDENTIFIER_CACHE_SIZE: Final = 4096
+# (legacy?, dump text) -> parse; entries are never mutated, so sharing them is safe.
+_IDENTIFIER_CACHE: dict[tuple[bool, str | None], ParsedIdentifier] = {}
+
+
 def parse_identifier(
     value: Any, field_name: str, *, legacy: bool, errors: list[FieldError]
 ) -> ParsedIdentifier | None:
@@ -444,6 +449,16 @@ def parse_identifier(
     # 0.13 memory wrote an absent identifier as {} (NOT NULL columns); it means "none".
     if legacy and isinstance(value, Mapping) and not value:
         return None
+    # A batch usually repeats the same few identifiers thousands of times: parse each
+    # distinct dump text once (the text keeps key order and 1 vs 1.0, so equal text means
+    # an equal parse).
+    try:
+        dump_json = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        dump_json = None
+    cached = _IDENTIFIER_CACHE.get((legacy, dump_json)) if dump_json is not None else None
+    if cached is not None:
+        return cached
     problem = _check_identifier_structure(value, legacy)
     if problem:
         errors.append(FieldError(field_name, f"Identifier {problem}."))
@@ -463,12 +478,17 @@ def parse_identifier(
     nodes: dict[str, dict[str, Any]] = {}
     for node in _iter_nodes(identifier):
         nodes.setdefault(node.hash, _node_row(node))
-    return ParsedIdentifier(
+    parsed = ParsedIdentifier(
         digest=dump_digest(value),
-        dump_json=json.dumps(value, ensure_ascii=False),
+        dump_json=dump_json or json.dumps(value, ensure_ascii=False),
         identifier=identifier,
         nodes=list(nodes.values()),
     )
+    if dump_json is not None:
+        if len(_IDENTIFIER_CACHE) >= IDENTIFIER_CACHE_SIZE:
+            _IDENTIFIER_CACHE.clear()
+        _IDENTIFIER_CACHE[(legacy, dump_json)] = parsed
+    return parsed
 
 
 def _identifier_list(reader: _Reader, key: str, *, legacy: bool) -> list[ParsedIdentifier]:

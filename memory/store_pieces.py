@@ -7,10 +7,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.db import transaction
-from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
-from memory.bulk import bulk_insert, bulk_update, store_identifier_uses
+from memory.bulk import bulk_update, insert_rows, store_identifier_uses
 from memory.models import Conversation, MessagePiece, PieceConverter
 from memory.parsing_pieces import ParsedPiece, ParsedScore, parse_piece
 from memory.parsing_results import ParsedConversation, parse_conversation
@@ -103,19 +102,19 @@ def _stored_piece_compare(obj: MessagePiece, converter_dumps: list[str]) -> dict
     return row
 
 
-def _piece_model(piece: ParsedPiece, blobs: set[str]) -> MessagePiece:
-    row = piece.row
-    obj = MessagePiece(**row)
+def _piece_row(piece: ParsedPiece, blobs: set[str]) -> dict[str, Any]:
+    """The MessagePiece columns (by attname) of a new piece."""
+    row = dict(piece.row)
     for ident, fk in ((piece.target, "target"), (piece.attack, "attack"), (piece.scorer, "scorer")):
         if ident is not None:
-            setattr(obj, f"{fk}_identifier_id", ident.hash)
-            setattr(obj, f"{fk}_dump_id", ident.digest)
+            row[f"{fk}_identifier_id"] = ident.hash
+            row[f"{fk}_dump_id"] = ident.digest
     # Media uploaded before its pieces is linked now; later uploads call link_media().
     for side in ("original", "converted"):
         sha = row[f"{side}_value_sha256"]
         if sha in blobs and row[f"{side}_value_data_type"] in MEDIA_PATH_DATA_TYPES:
-            setattr(obj, f"{side}_media_id", sha)
-    return obj
+            row[f"{side}_media_id"] = sha
+    return row
 
 
 def _media_shas(pieces: Iterable[ParsedPiece]) -> set[str]:
@@ -145,6 +144,7 @@ def _update_piece_summaries(
     changed: list[Conversation] = []
     for conversation_id, pieces in by_conversation.items():
         conv = conversations[conversation_id]
+        previous_first = conv.first_timestamp
         timestamps = [p.row["timestamp"] for p in pieces]
         first, last = min(timestamps), max(timestamps)
         conv.first_timestamp = min(first, conv.first_timestamp or first)
@@ -176,22 +176,17 @@ def _update_piece_summaries(
         ]
         if user_text:
             earliest = min(user_text, key=lambda p: (p.row["sequence"], p.row["timestamp"]))
-            stored_min = getattr(conv, "min_user_text_sequence", None)
-            if not conv.preview or stored_min is None or earliest.row["sequence"] < stored_min:
+            # The preview is the first user text. Pieces normally arrive in order; one that
+            # predates everything stored (a late upload of the first turn) takes over.
+            if (
+                not conv.preview
+                or previous_first is None
+                or earliest.row["timestamp"] < previous_first
+            ):
                 conv.preview = earliest.row["original_value"][:PREVIEW_LENGTH]
         conv.updated_at = now
         changed.append(conv)
     return changed
-
-
-def _min_user_text_sequence() -> Subquery:
-    return Subquery(
-        MessagePiece.objects.filter(
-            conversation_id=OuterRef("pk"), role="user", original_value_data_type="text"
-        )
-        .order_by("sequence")
-        .values("sequence")[:1]
-    )
 
 
 def store_pieces(
@@ -219,7 +214,11 @@ def store_pieces(
         groups.setdefault(piece.message_key, []).append(i)
     for members in groups.values():
         rows = [parsed[i].row for i in members]
-        if not any(errors[i] for i in members) and INCONSISTENT_ROLES in message_errors(rows):
+        if (
+            len(members) > 1
+            and not any(errors[i] for i in members)
+            and INCONSISTENT_ROLES in message_errors(rows)
+        ):
             for i in members:
                 errors[i].append(FieldError(f"{prefix}role", INCONSISTENT_ROLES))
     candidates = [
@@ -259,14 +258,16 @@ def _decide_pieces(
 ) -> None:
     """Compare candidates with stored rows, then insert the new ones (see _store_pieces)."""
     conversation_ids = {parsed[i].row["conversation_id"] for i in candidates}
-    conversations = lock_conversations(
-        conversation_ids, min_user_text_sequence=_min_user_text_sequence()
-    )
+    conversations = lock_conversations(conversation_ids)
     ids = [parsed[i].id for i in candidates]
     sequences = sorted({parsed[i].row["sequence"] for i in candidates})
+    # Two index lookups in one statement (primary key; conversation+sequence): an OR of the
+    # two conditions would make PostgreSQL scan the table.
     stored = list(
-        MessagePiece.objects.filter(
-            Q(id__in=ids) | Q(conversation_id__in=conversation_ids, sequence__in=sequences)
+        MessagePiece.objects.filter(id__in=ids).union(
+            MessagePiece.objects.filter(
+                conversation_id__in=conversation_ids, sequence__in=sequences
+            )
         )
     )
     stored_by_id = {p.id: p for p in stored}
@@ -325,15 +326,13 @@ def _decide_pieces(
             else set()
         )
         store_identifier_uses(u for p in new for u in p.identifiers())
-        bulk_insert(MessagePiece, [_piece_model(p, blobs) for p in new])
-        bulk_insert(
+        insert_rows(MessagePiece, [_piece_row(p, blobs) for p in new])
+        insert_rows(
             PieceConverter,
             [
-                PieceConverter(
-                    piece_id=p.id, position=k, identifier_id=use.hash, dump_id=use.digest
-                )
+                {"piece_id": p.id, "position": k, "identifier_id": u.hash, "dump_id": u.digest}
                 for p in new
-                for k, use in enumerate(p.converters)
+                for k, u in enumerate(p.converters)
             ],
         )
     stored_keys = {key for key in stored_roles}

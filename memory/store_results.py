@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Subquery
 from django.utils import timezone
 
-from memory.bulk import bulk_insert, bulk_update, store_identifier_uses
+from memory.bulk import bulk_update, insert_rows, store_identifier_uses
 from memory.models import AttackResult, Conversation, ConversationReference
 from memory.parsing_results import ParsedAttackResult, parse_attack_result
 from memory.store_common import (
@@ -81,12 +81,12 @@ def _stored_result_compare(obj: AttackResult, related: list[dict[str, Any]]) -> 
     return row
 
 
-def _result_model(result: ParsedAttackResult) -> AttackResult:
-    obj = AttackResult(**result.row)
+def _result_row(result: ParsedAttackResult) -> dict[str, Any]:
+    row = dict(result.row)
     if result.atomic is not None:
-        obj.atomic_attack_identifier_id = result.atomic.hash
-        obj.atomic_attack_dump_id = result.atomic.digest
-    return obj
+        row["atomic_attack_identifier_id"] = result.atomic.hash
+        row["atomic_attack_dump_id"] = result.atomic.digest
+    return row
 
 
 def _is_newer(candidate: Any, current: Any, current_exists: bool) -> bool:
@@ -199,10 +199,10 @@ def _decide_results(
             errors[i].append(conflict(KIND_ATTACK_RESULTS, result.id, diff))
     if new:
         store_identifier_uses(r.atomic for r in new if r.atomic is not None)
-        bulk_insert(AttackResult, [_result_model(r) for r in new])
-        bulk_insert(
+        insert_rows(AttackResult, [_result_row(r) for r in new])
+        insert_rows(
             ConversationReference,
-            [ConversationReference(attack_result_id=r.id, **ref) for r in new for ref in r.related],
+            [{"attack_result_id": r.id, **ref} for r in new for ref in r.related],
         )
     changed = _update_result_summaries(conversations, new)
     bulk_update(

@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from memory.bulk import bulk_insert, store_identifier_uses
+from memory.bulk import insert_rows, store_identifier_uses
 from memory.models import AttackResult, Conversation, MessagePiece
 from memory.parsing import ParsedIdentifier, canonical, parse_identifier
 from memory.parsing_pieces import ParsedScore, parse_score
@@ -57,12 +57,12 @@ def _source(score: ParsedScore) -> str:
     return ScoreSource.AUTOMATED
 
 
-def _model(score: ParsedScore) -> Score:
-    obj = Score(**score.row, source=_source(score))
+def _row(score: ParsedScore) -> dict[str, Any]:
+    row = {**score.row, "source": _source(score)}
     if score.scorer is not None:
-        obj.scorer_identifier_id = score.scorer.hash
-        obj.scorer_dump_id = score.scorer.digest
-    return obj
+        row["scorer_identifier_id"] = score.scorer.hash
+        row["scorer_dump_id"] = score.scorer.digest
+    return row
 
 
 def _outcome(score: ParsedScore, index: int, status: str, errors: list[FieldError]) -> ItemOutcome:
@@ -113,7 +113,7 @@ def store_parsed_scores(parsed: Sequence[ParsedScore]) -> list[ItemOutcome]:
                 )
         if new:
             store_identifier_uses(s.scorer for s in new if s.scorer is not None)
-            bulk_insert(Score, [_model(s) for s in new])
+            insert_rows(Score, [_row(s) for s in new])
     outcomes = [
         _outcome(s, i, "rejected" if errors[i] else status.get(i, "rejected"), errors[i])
         for i, s in enumerate(parsed)
