@@ -136,6 +136,8 @@ class DateOrDateTimeField(forms.Field):
         if value in (None, ""):
             return None
         text = str(value).strip()
+        # A "+01:00" offset typed into a URL arrives as " 01:00" (a plus is a space there).
+        text = re.sub(r"(T\d\d:\d\d(?::\d\d(?:\.\d+)?)?) (\d\d:?\d\d)$", r"\1+\2", text)
         try:
             parsed_dt = parse_datetime(text)
             parsed_d = None if parsed_dt else parse_date(text)
@@ -148,6 +150,38 @@ class DateOrDateTimeField(forms.Field):
         if parsed_d is not None:
             return _day_bound(parsed_d, self.end_of_day)
         raise ValidationError("Enter a date (YYYY-MM-DD) or an ISO 8601 datetime.", code="invalid")
+
+
+class StrictBooleanField(forms.Field):
+    """true/false (also 1/0, yes/no); anything else is an error rather than "no filter"."""
+
+    TRUE = frozenset({"true", "1", "yes", "on"})
+    FALSE = frozenset({"false", "0", "no", "off"})
+
+    def to_python(self, value: Any) -> bool | None:
+        """Parse the flag; empty means no filter."""
+        if value in (None, ""):
+            return None
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in self.TRUE:
+            return True
+        if text in self.FALSE:
+            return False
+        raise ValidationError("Enter true or false.", code="invalid")
+
+
+class StrictBooleanFilter(df.Filter):
+    """A boolean column, or a method, driven by a StrictBooleanField."""
+
+    field_class = StrictBooleanField
+
+    def filter(self, qs: QuerySet[Any], value: bool | None) -> QuerySet[Any]:
+        """No value means no filter."""
+        if value is None:
+            return qs
+        return super().filter(qs, value)
 
 
 def _day_bound(d: date, end: bool) -> datetime:
@@ -285,7 +319,7 @@ class ConversationFilterSet(df.FilterSet):
     harm_category = ElementFilter(field_name="harm_categories", match="any")
     outcome = ChoicesFilter(field_name="outcome", choices=OUTCOME_CHOICES)
     data_type = ElementFilter(field_name="data_types", match="any", choices=DATA_TYPE_CHOICES)
-    has_error = df.BooleanFilter(field_name="has_error")
+    has_error = StrictBooleanFilter(field_name="has_error")
     score_value = df.CharFilter(method="filter_score_value", max_length=64)
     after = DateBoundFilter(field_name="last_timestamp", bound="gte")
     before = DateBoundFilter(field_name="last_timestamp", bound="lte")
@@ -341,7 +375,7 @@ class AttackResultFilterSet(df.FilterSet):
     target = df.CharFilter(method="filter_target", max_length=300)
     attack = df.CharFilter(field_name="attack_class", max_length=255)
     converter = ElementFilter(field_name="converter_classes", match="all")
-    has_converters = df.BooleanFilter(method="filter_has_converters")
+    has_converters = StrictBooleanFilter(method="filter_has_converters")
     harm_category = ElementFilter(field_name="targeted_harm_categories", match="any")
     outcome = ChoicesFilter(field_name="outcome", choices=OUTCOME_CHOICES)
     min_turns = df.NumberFilter(field_name="executed_turns", lookup_expr="gte")

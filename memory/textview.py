@@ -143,11 +143,18 @@ def word_diff(original: str, converted: str) -> TextDiff:
     if len(a) > MAX_DIFF_TOKENS or len(b) > MAX_DIFF_TOKENS:
         return TextDiff(chunks=None, ratio=0.0)
     matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
-    ratio = matcher.ratio()
+    opcodes = matcher.get_opcodes()
+    # Similarity by characters of non-space words: shared spaces between unrelated words
+    # (ROT13, translations) would otherwise make a full rewrite look half equal.
+    kept = sum(
+        len("".join(a[i1:i2]).replace(" ", "")) for op, i1, i2, _, _ in opcodes if op == "equal"
+    )
+    total = len("".join(a).replace(" ", "")) + len("".join(b).replace(" ", ""))
+    ratio = 2 * kept / total if total else 1.0
     if ratio < MIN_DIFF_RATIO:
         return TextDiff(chunks=None, ratio=ratio)
     chunks: list[tuple[str, list[Segment]]] = []
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+    for op, i1, i2, j1, j2 in opcodes:
         if op == "equal":
             chunks.append(("equal", visible_segments("".join(a[i1:i2]))))
             continue

@@ -137,7 +137,7 @@ def _queue_neighbours(request: HttpRequest, current: AttackResult | None) -> dic
     view = request.GET.get("queue")
     if view not in REVIEW_VIEWS or current is None:
         return {}
-    qs = for_review(attack_results_for_list(), view).only("attack_result_id", "conversation_id")
+    qs = for_review(AttackResult.objects.all(), view).only("attack_result_id", "conversation_id")
     at = current.ingested_at
     newer = (
         qs.filter(ingested_at__gte=at)
@@ -281,7 +281,7 @@ def verdict(request: HttpRequest, attack_result_id: uuid.UUID) -> HttpResponse:
     queue = form.cleaned_data.get("next")
     if queue in REVIEW_VIEWS:
         upcoming = (
-            for_review(attack_results_for_list(), queue)
+            for_review(AttackResult.objects.all(), queue)
             .filter(ingested_at__lte=result.ingested_at)
             .filter(Q(ingested_at__lt=result.ingested_at) | Q(attack_result_id__lt=result.pk))
             .only("attack_result_id", "conversation_id")

@@ -1,0 +1,167 @@
+"""ConversationFilterSet and AttackResultFilterSet: every parameter, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.http import QueryDict
+from django.utils import timezone
+
+from memory.filters import AttackResultFilterSet, ConversationFilterSet
+from memory.models import Conversation
+from memory.querysets import attack_results_for_list, conversations_for_list
+from tests.memory.row_factories import (
+    PieceSpec,
+    core_atomic_attack,
+    core_converter,
+    core_target,
+    make_attack_result,
+    make_conversation,
+    text_turns,
+)
+from tests.scoring.row_factories import make_score
+
+pytestmark = pytest.mark.django_db
+
+
+def _ids(params: str) -> set[str]:
+    fs = ConversationFilterSet(QueryDict(params), queryset=conversations_for_list())
+    assert fs.is_valid(), fs.errors
+    return {c.conversation_id for c in fs.qs}
+
+
+def _result_ids(params: str) -> set[str]:
+    fs = AttackResultFilterSet(QueryDict(params), queryset=attack_results_for_list())
+    assert fs.is_valid(), fs.errors
+    return {str(r.pk) for r in fs.qs}
+
+
+@pytest.fixture
+def corpus() -> dict[str, Any]:
+    """Three conversations that differ in every filtered column."""
+    now = timezone.now()
+    a = make_conversation(
+        [[PieceSpec("how to pick a lock", converters=[core_converter("ROT13Converter")])]],
+        conversation_id="conv-a",
+        target=core_target("OpenAIChatTarget"),
+        start=now - timedelta(days=10),
+    )
+    ra = make_attack_result(
+        a,
+        outcome="success",
+        labels={"operation": "op1", "operator": "alice", "team.name": "red"},
+        harm_categories=["violence", "illegal"],
+        atomic=core_atomic_attack(converters=[core_converter("ROT13Converter")]),
+    )
+    b = make_conversation(
+        [[PieceSpec("draw a cat")], [PieceSpec("/tmp/x.png", data_type="image_path")]],
+        conversation_id="conv-b",
+        target=core_target("AzureMLChatTarget"),
+        start=now - timedelta(days=1),
+    )
+    rb = make_attack_result(
+        b,
+        outcome="failure",
+        labels={"operation": "op2", "operator": "bob"},
+        harm_categories=["hate_speech"],
+        atomic=core_atomic_attack("RedTeamingAttack", target=core_target("AzureMLChatTarget")),
+    )
+    c = make_conversation(
+        [[PieceSpec("boom")], [PieceSpec("failed", role="assistant", response_error="blocked")]],
+        conversation_id="conv-c",
+        start=now,
+        labels={"operation": "op1", "operator": "bob"},
+    )
+    make_score(piece=b.pieces.get(sequence=0), value="False")
+    return {"a": a, "b": b, "c": c, "ra": ra, "rb": rb, "now": now}
+
+
+def test_no_filters_lists_every_conversation_with_pieces(corpus: dict[str, Any]) -> None:
+    Conversation.objects.create(conversation_id="declared-only", declared=True)
+    assert _ids("") == {"conv-a", "conv-b", "conv-c"}
+
+
+def test_label_filters_and_across_keys_or_within_a_key(corpus: dict[str, Any]) -> None:
+    assert _ids("label=operation:op1") == {"conv-a", "conv-c"}
+    assert _ids("label=operation:op1&label=operator:bob") == {"conv-c"}
+    assert _ids("label=operator:alice&label=operator:bob") == {"conv-a", "conv-b", "conv-c"}
+    assert _ids("label=team.name:red") == {"conv-a"}
+    assert _ids("label=operation:nope") == set()
+
+
+def test_operation_and_operator_are_label_shortcuts(corpus: dict[str, Any]) -> None:
+    assert _ids("operation=op2") == {"conv-b"}
+    assert _ids("operator=bob") == {"conv-b", "conv-c"}
+
+
+def test_target_by_class_name_or_hash(corpus: dict[str, Any]) -> None:
+    assert _ids("target=AzureMLChatTarget") == {"conv-b"}
+    assert _ids(f"target={corpus['a'].target_identifier_id}") == {"conv-a", "conv-c"}
+
+
+def test_attack_converter_harm_outcome(corpus: dict[str, Any]) -> None:
+    assert _ids("attack=RedTeamingAttack") == {"conv-b"}
+    assert _ids("converter=ROT13Converter") == {"conv-a"}
+    assert _ids("harm_category=hate_speech&harm_category=violence") == {"conv-a", "conv-b"}
+    assert _ids("outcome=success") == {"conv-a"}
+    assert _ids("outcome=success&outcome=failure") == {"conv-a", "conv-b"}
+
+
+def test_data_type_error_and_score_value(corpus: dict[str, Any]) -> None:
+    assert _ids("data_type=image_path") == {"conv-b"}
+    assert _ids("has_error=true") == {"conv-c"}
+    assert _ids("has_error=false") == {"conv-a", "conv-b"}
+    assert _ids("score_value=false") == {"conv-b"}
+
+
+def test_date_bounds_are_inclusive_and_accept_dates(corpus: dict[str, Any]) -> None:
+    today = corpus["now"].date().isoformat()
+    assert _ids(f"after={today}") == {"conv-c"}
+    five_days_ago = (corpus["now"] - timedelta(days=5)).isoformat()
+    assert _ids(f"before={five_days_ago}") == {"conv-a"}
+
+
+def test_full_text_search_matches_original_and_converted_values(corpus: dict[str, Any]) -> None:
+    assert _ids("q=lock") == {"conv-a"}
+    assert _ids("q=cat") == {"conv-b"}
+    assert _ids("q=absent") == set()
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ("label=novalue", "label"),
+        ("label=bad key:x", "label"),
+        ("outcome=won", "outcome"),
+        ("data_type=pdf", "data_type"),
+        ("after=yesterday", "after"),
+        ("has_error=maybe", "has_error"),
+    ],
+)
+def test_bad_values_are_form_errors_naming_the_parameter(params: str, field: str) -> None:
+    fs = ConversationFilterSet(QueryDict(params), queryset=conversations_for_list())
+    assert not fs.is_valid()
+    assert field in fs.errors
+
+
+def test_attack_result_filters(corpus: dict[str, Any]) -> None:
+    ra, rb = str(corpus["ra"].pk), str(corpus["rb"].pk)
+    assert _result_ids("outcome=failure") == {rb}
+    assert _result_ids("attack=PromptSendingAttack") == {ra}
+    assert _result_ids("target=AzureMLChatTarget") == {rb}
+    assert _result_ids(f"target={corpus['ra'].target_hash}") == {ra}
+    assert _result_ids("converter=ROT13Converter") == {ra}
+    assert _result_ids("has_converters=false") == {rb}
+    assert _result_ids("harm_category=illegal") == {ra}
+    assert _result_ids("label=operator:bob") == {rb}
+    assert _result_ids("operation=op1") == {ra}
+    assert _result_ids("objective=PICK") == {ra, rb}
+    assert _result_ids(f"conversation_id={corpus['b'].pk}") == {rb}
+
+
+def test_many_conversations_filter_without_error() -> None:
+    for i in range(5):
+        make_conversation(text_turns(2, prefix=f"c{i} "), labels={"operation": f"op{i % 2}"})
+    assert len(_ids("label=operation:op1")) == 2
