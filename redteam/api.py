@@ -277,11 +277,13 @@ class IngestView(APIView):
 def _store_media(data: bytes, *, filename: str, user: Any) -> MediaBlob:
     # Imported here: redteam.media (h2) and memory.services are app-level code this
     # project-level view composes; resolving late keeps `manage.py check` import order simple.
-    from memory.services import link_media
+    from memory.services import link_media as link_pieces
     from redteam.media import store_media_bytes
+    from seeds.services import link_media as link_seeds
 
     blob = store_media_bytes(data, filename=filename, user=user)
-    link_media(blob)
+    link_pieces(blob)
+    link_seeds(blob)
     return blob
 
 

@@ -1,0 +1,224 @@
+"""redteam/client.py against a live server: batching, replays, retries, errors, media."""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory.models import MessagePiece
+from redteam.client import RedteamClient, RedteamError, RedteamHTTPError, RedteamPushError
+from redteam.models import MediaBlob
+from tests.api import factories
+from tests.api.conftest import KeyFactory
+from tests.api.pyrit_fixtures import field_differences, fixture_payload, without_annotations
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def client(live_server: Any, make_key: KeyFactory) -> RedteamClient:
+    """A client with an ingest+read key, small batches, and no real sleeping."""
+    slept: list[float] = []
+    c = RedteamClient(live_server.url, make_key("ingest", "read"), batch_size=7, sleep=slept.append)
+    c.slept = slept  # type: ignore[attr-defined]
+    return c
+
+
+class Model:
+    """Stands in for a PyRIT 1.x pydantic model."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    def model_dump(self, mode: str = "python") -> dict[str, Any]:
+        assert mode == "json"
+        return dict(self.data)
+
+
+class LegacyModel:
+    """Stands in for a PyRIT 0.13 object."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.data)
+
+
+class FakeMessage:
+    """Stands in for a PyRIT Message: its pieces are sent one by one."""
+
+    def __init__(self, pieces: list[Any]) -> None:
+        self.message_pieces = pieces
+
+
+@pytest.mark.parametrize("line", ["pyrit-1.1", "pyrit-0.13"])
+def test_push_fixture_rows_in_batches_and_read_them_back(
+    client: RedteamClient, fixtures_dir: Path, line: str
+) -> None:
+    payload = fixture_payload(fixtures_dir, line)
+    total = sum(len(v) for v in payload.values())
+    result = client.push(
+        conversations=payload.get("conversations", []),
+        pieces=payload["message_pieces"],
+        scores=payload["scores"],
+        attack_results=payload["attack_results"],
+        seeds=payload["seeds"],
+    )
+    assert result.batches >= total // 7
+    assert result.stored + result.unchanged == total and result.errors == 0
+    back = {p["id"]: p for p in client.iter_list("message-pieces", page_size=5)}
+    for row in payload["message_pieces"]:
+        assert not field_differences(without_annotations(row), back[row["id"]])
+    assert len(list(client.iter_list("scores"))) == len(payload["scores"])
+
+    again = client.push(pieces=payload["message_pieces"], scores=payload["scores"])
+    assert again.stored == 0 and again.unchanged == len(payload["message_pieces"]) + len(
+        payload["scores"]
+    )
+
+
+def test_push_accepts_pyrit_objects_and_messages(client: RedteamClient) -> None:
+    rows = factories.conversation_pieces(4)
+    message = FakeMessage([Model(rows[0]), Model(rows[1])])
+    result = client.push(
+        pieces=[message, LegacyModel(rows[2])],
+        messages=[FakeMessage([rows[3]])],
+        scores=[Model(factories.score(rows[1]))],
+    )
+    assert result.stored == 5
+    assert MessagePiece.objects.count() == 4
+
+
+def test_batches_never_split_a_message(client: RedteamClient) -> None:
+    client.batch_size = 2
+    cid = str(uuid.uuid4())
+    # One user message of three pieces (same conversation and sequence), then a reply.
+    pieces = [factories.piece(cid, 0, "user", f"part {i}") for i in range(3)]
+    pieces.append(factories.piece(cid, 1, "assistant", "reply"))
+    result = client.push(pieces=pieces)
+    assert result.stored == 4 and result.batches == 2
+    conversation = client.conversation(cid)
+    assert [len(m["pieces"]) for m in conversation["messages"]] == [3, 1]
+
+
+def test_rejected_items_raise_with_the_callers_indexes(client: RedteamClient) -> None:
+    rows = factories.conversation_pieces(10)
+    rows[8]["role"] = "wizard"
+    with pytest.raises(RedteamPushError) as excinfo:
+        client.push(pieces=rows)
+    error = excinfo.value
+    assert [r["index"] for r in error.rejected] == [8]
+    assert error.rejected[0]["id"] == rows[8]["id"]
+    assert error.rejected[0]["errors"][0]["field"] == "role"
+    assert "message_pieces[8]" in str(error) and "role" in str(error)
+    assert error.result.stored == 9  # everything else went in
+    assert MessagePiece.objects.count() == 9
+
+
+def test_network_errors_and_5xx_are_retried_idempotently(
+    client: RedteamClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = client._request_once
+    failures = iter(["reset", "503", "after-commit"])
+
+    def flaky(method: str, path: str, body: bytes | None, headers: dict[str, str]) -> Any:
+        failure = next(failures, None)
+        if failure == "reset":
+            raise ConnectionResetError("connection reset by peer")
+        if failure == "503":
+            return 503, b'{"detail": "busy"}', "application/json"
+        if failure == "after-commit":
+            # The server stored the batch but the answer was lost: the retry must be a no-op.
+            real(method, path, body, headers)
+            raise http.client.RemoteDisconnected("lost the response")
+        return real(method, path, body, headers)
+
+    monkeypatch.setattr(client, "_request_once", flaky)
+    rows = factories.conversation_pieces(3)
+    result = client.push(pieces=rows)
+    assert result.stored + result.unchanged == 3 and result.errors == 0
+    assert MessagePiece.objects.count() == 3
+    assert len(client.slept) == 3  # type: ignore[attr-defined]
+    assert client.slept[1] > client.slept[0] / 2  # type: ignore[attr-defined]
+
+
+def test_retries_give_up_with_a_clear_error(
+    client: RedteamClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client.max_retries = 2
+
+    def down(*args: Any) -> Any:
+        raise ConnectionRefusedError("refused")
+
+    monkeypatch.setattr(client, "_request_once", down)
+    with pytest.raises(RedteamError, match="after 3 attempts"):
+        client.push(pieces=factories.conversation_pieces(1))
+
+
+def test_client_errors_are_not_retried(live_server: Any, make_key: KeyFactory) -> None:
+    slept: list[float] = []
+    bad = RedteamClient(live_server.url, "aaaaaaaa.wrong", sleep=slept.append)
+    with pytest.raises(RedteamHTTPError) as excinfo:
+        bad.push(pieces=factories.conversation_pieces(1))
+    assert excinfo.value.status == 401 and slept == []
+
+
+def test_oversized_batches_are_split_on_413(client: RedteamClient, settings: Any) -> None:
+    settings.REDTEAM_MAX_ITEMS = 3
+    client.batch_size = 100
+    result = client.push(pieces=factories.conversation_pieces(10))
+    assert result.stored == 10 and result.batches >= 4
+
+
+def test_atomic_push_must_fit_one_batch(client: RedteamClient) -> None:
+    client.batch_size = 2
+    with pytest.raises(ValueError, match="one batch"):
+        client.push(pieces=factories.conversation_pieces(4), atomic=True)
+
+
+def test_push_uploads_local_media_once_and_links_it(
+    client: RedteamClient, tmp_path: Path, fixtures_dir: Path
+) -> None:
+    image = tmp_path / "attack.png"
+    data = (fixtures_dir / "pyrit-1.1" / "media" / "fixture_checkerboard.png").read_bytes()
+    image.write_bytes(data)
+    digest = hashlib.sha256(data).hexdigest()
+    cid = str(uuid.uuid4())
+    rows = [
+        factories.piece(
+            cid,
+            0,
+            "user",
+            str(image),
+            original_value_data_type="image_path",
+            converted_value_data_type="image_path",
+            original_value_sha256=digest,
+            converted_value_sha256=digest,
+        ),
+        factories.piece(cid, 0, "user", "describe this image"),
+    ]
+    result = client.push(pieces=rows)
+    assert result.media_uploaded == 1 and result.stored == 2
+    blob = MediaBlob.objects.get(sha256=digest)
+    piece = MessagePiece.objects.get(id=rows[0]["id"])
+    assert piece.original_media_id == blob.sha256 and piece.original_value == str(image)
+    # A second push finds the bytes on the server and uploads nothing.
+    assert client.push(pieces=rows).media_uploaded == 0
+
+
+def test_client_is_importable_without_django() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['django'] = None; sys.modules['rest_framework'] = None\n"
+        "import redteam.client as c; print(c.RedteamClient.__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "RedteamClient"
