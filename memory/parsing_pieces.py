@@ -115,7 +115,7 @@ def parse_piece(item: Any, index: int, *, prefix: str = "") -> ParsedPiece:
     r.unknown_keys(allowed, "0.13 MessagePiece" if legacy else "MessagePiece")
 
     piece_id = r.uuid("id", required=True, nullable=False)
-    original_value = r.string("original_value", required=True, nullable=False, default="")
+    original_value = r.string("original_value", required=True, nullable=False, default="") or ""
     original_type = r.choice("original_value_data_type", PROMPT_DATA_TYPES, default="text")
     converted = item.get("converted_value", MISSING)
     if converted is MISSING:

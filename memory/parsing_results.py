@@ -278,7 +278,7 @@ def parse_attack_result(item: Any, index: int) -> ParsedAttackResult:
     )
     r.unknown_keys(keys | EXTENSION_KEYS, "0.13 AttackResult" if legacy else "AttackResult")
 
-    objective = r.string("objective", required=True, nullable=False, default="")
+    objective = r.string("objective", required=True, nullable=False, default="") or ""
     result.atomic = parse_identifier(
         item.get("atomic_attack_identifier"),
         "atomic_attack_identifier",
