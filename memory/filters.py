@@ -146,7 +146,12 @@ class DateOrDateTimeField(forms.Field):
         if parsed_dt is not None:
             if timezone.is_naive(parsed_dt):
                 parsed_dt = timezone.make_aware(parsed_dt, UTC)
-            return parsed_dt
+            try:
+                # In UTC: PostgreSQL refuses offsets beyond +-15:59 that Python accepts
+                # (up to +-23:59), which would otherwise surface as a 500.
+                return parsed_dt.astimezone(UTC)
+            except OverflowError:
+                raise ValidationError("That datetime is out of range.", code="invalid") from None
         if parsed_d is not None:
             return _day_bound(parsed_d, self.end_of_day)
         raise ValidationError("Enter a date (YYYY-MM-DD) or an ISO 8601 datetime.", code="invalid")

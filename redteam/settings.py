@@ -216,6 +216,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Document the framework's own error answers (401/403/400/404/415) on every operation.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "redteam.openapi.add_error_responses",
+    ],
 }
 
 # Content-Security-Policy: no inline script anywhere, no third-party origins. Ingested content
