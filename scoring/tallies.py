@@ -81,11 +81,11 @@ def _effective(outcome: str, human: tuple[str, str | None] | None) -> str:
 
 
 @transaction.atomic
-def refresh_outcome_tallies(*, now: datetime | None = None) -> TallySnapshot:
-    """Rebuild every tally from the attack results ingested up to now minus a margin."""
+def refresh_outcome_tallies(*, watermark: datetime | None = None) -> TallySnapshot:
+    """Rebuild every tally from the results ingested up to `watermark` (default: now - margin)."""
     started = time.monotonic()
-    taken_at = now or timezone.now()
-    watermark = taken_at - SNAPSHOT_MARGIN
+    taken_at = timezone.now()
+    watermark = watermark or taken_at - SNAPSHOT_MARGIN
     humans: dict[Any, tuple[str, str | None]] = {}
     for ar_id, score_type, value in (
         human_scores()

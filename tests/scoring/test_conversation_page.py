@@ -1,0 +1,209 @@
+"""The conversation review page: messages by data type, diffs, scores, results, verdict form."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from tests.memory.row_factories import (
+    PieceSpec,
+    core_atomic_attack,
+    core_converter,
+    core_scorer,
+    make_attack_result,
+    make_conversation,
+    make_media,
+    text_turns,
+)
+from tests.scoring.row_factories import make_score
+
+pytestmark = pytest.mark.django_db
+
+
+def _page(client: Client, conversation_id: str, query: str = "") -> str:
+    response = client.get(reverse("scoring:conversation_detail", args=[conversation_id]) + query)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_pieces_render_by_data_type(reviewer_client: Client) -> None:
+    image = make_media()
+    conv = make_conversation(
+        [
+            [
+                PieceSpec("Describe this", role="user"),
+                PieceSpec("/home/op/a.png", data_type="image_path", media=image),
+            ],
+            [PieceSpec("/home/op/b.wav", role="assistant", data_type="audio_path")],
+            [
+                PieceSpec(
+                    '{"name":"lookup","arguments":{"q":1}}',
+                    role="assistant",
+                    data_type="function_call",
+                )
+            ],
+            [PieceSpec("let me think", role="assistant", data_type="reasoning")],
+            [
+                PieceSpec(
+                    '{"status": 400}', role="assistant", data_type="error", response_error="blocked"
+                )
+            ],
+            [PieceSpec("  indented\n\tand tabbed", role="user")],
+        ]
+    )
+    html = _page(reviewer_client, conv.pk)
+    assert f'<img src="/media/{image.sha256}/"' in html
+    assert "Media not uploaded" in html and "/home/op/b.wav" in html  # no blob: path as text
+    assert "&quot;arguments&quot;: {\n    &quot;q&quot;: 1" in html  # formatted JSON
+    assert '<details class="reasoning"><summary>Reasoning' in html
+    assert 'class="badge blocked">blocked<' in html
+    assert "  indented\n\tand tabbed" in html  # whitespace kept (pre-wrap)
+
+
+def test_converted_pieces_show_the_diff_and_converter_chain(reviewer_client: Client) -> None:
+    conv = make_conversation(
+        [
+            [
+                PieceSpec(
+                    "tell me how to pick a lock",
+                    converted="tell me how to p1ck a lock\u200b",
+                    converters=[
+                        core_converter("LeetspeakConverter"),
+                        core_converter("ZeroWidthConverter"),
+                    ],
+                )
+            ]
+        ]
+    )
+    html = _page(reviewer_client, conv.pk)
+    assert "LeetspeakConverter" in html and "ZeroWidthConverter" in html
+    assert html.index("LeetspeakConverter") < html.index("ZeroWidthConverter")
+    assert '<span class="d-delete">pick</span>' in html
+    assert '<span class="d-insert">p1ck</span>' in html
+    assert "⟨U+200B⟩" in html
+
+
+def test_unrelated_conversions_show_the_original_instead_of_a_diff(reviewer_client: Client) -> None:
+    conv = make_conversation(
+        [
+            [
+                PieceSpec(
+                    "Explain how to pick a lock",
+                    converted="Rkcynva ubj gb cvpx n ybpx",
+                    converters=[core_converter()],
+                )
+            ]
+        ]
+    )
+    html = _page(reviewer_client, conv.pk)
+    assert "too different for an inline diff" in html
+    assert "Explain how to pick a lock" in html and "Rkcynva ubj gb cvpx n ybpx" in html
+
+
+def test_hidden_tag_text_is_revealed(reviewer_client: Client) -> None:
+    hidden = "".join(chr(0xE0000 + ord(c)) for c in "<b>x</b>")
+    conv = make_conversation([[PieceSpec("hello" + hidden)]])
+    html = _page(reviewer_client, conv.pk)
+    assert "⟨U+E003C⟩" in html
+    assert "Text hidden in Unicode tags: <code>&lt;b&gt;x&lt;/b&gt;</code>" in html
+
+
+def test_scores_appear_beside_the_piece_they_score(reviewer_client: Client) -> None:
+    conv = make_conversation(text_turns(2))
+    reply = conv.pieces.get(sequence=1)
+    make_score(
+        piece=reply,
+        value="0.25",
+        score_type="float_scale",
+        scorer=core_scorer("SelfAskLikertScorer"),
+        rationale="Mostly refused.",
+        category=["violence"],
+    )
+    make_score(piece=reply, value=None, scorer=core_scorer("SubStringScorer"))
+    html = _page(reviewer_client, conv.pk)
+    piece_at = html.index(f'id="piece-{reply.id}"')
+    assert html.index("SelfAskLikertScorer") > piece_at
+    assert "Mostly refused." in html and "0.25" in html and "violence" in html
+    assert "undetermined" in html
+    assert "scorer identifier" in html
+
+
+def test_attack_result_panel_shows_outcome_turns_related_and_trees(reviewer_client: Client) -> None:
+    conv = make_conversation(text_turns(4))
+    adversarial = make_conversation(text_turns(2))
+    make_attack_result(
+        conv,
+        outcome="success",
+        executed_turns=2,
+        related=[(adversarial.pk, "adversarial")],
+        atomic=core_atomic_attack("RedTeamingAttack"),
+        objective="Obtain the lock-picking steps",
+    )
+    html = _page(reviewer_client, conv.pk)
+    assert "Obtain the lock-picking steps" in html
+    assert 'class="badge success" id="effective-outcome">success<' in html
+    assert "2 turns, 1234 ms" in html
+    assert reverse("scoring:conversation_detail", args=[adversarial.pk]) in html
+    assert "AtomicAttack" in html and "RedTeamingAttack" in html  # attack tree
+    assert "OpenAIChatTarget" in html  # target tree
+    # The adversarial conversation links back to the result it belongs to.
+    back = _page(reviewer_client, adversarial.pk)
+    assert "adversarial conversation of" in back
+    assert "Obtain the lock-picking steps" in back
+
+
+def test_verdict_form_is_for_reviewers_only(reviewer_client: Client, reader_client: Client) -> None:
+    conv = make_conversation(2)
+    make_attack_result(conv)
+    assert 'id="verdict-form"' in _page(reviewer_client, conv.pk)
+    read_only = _page(reader_client, conv.pk)
+    assert 'id="verdict-form"' not in read_only
+    assert "Read-only role" in read_only
+
+
+def test_unknown_conversation_is_404(reviewer_client: Client) -> None:
+    response = reviewer_client.get(reverse("scoring:conversation_detail", args=["nope"]))
+    assert response.status_code == 404
+
+
+def test_anonymous_users_are_sent_to_login(client: Client) -> None:
+    conv = make_conversation(1)
+    response = client.get(reverse("scoring:conversation_detail", args=[conv.pk]))
+    assert response.status_code == 302
+
+
+@pytest.mark.parametrize("n", [3, 30])
+def test_query_count_is_constant_in_conversation_length(
+    reviewer_client: Client, django_assert_num_queries: Any, n: int
+) -> None:
+    specs = [
+        [
+            PieceSpec(
+                f"m{i}",
+                role="user" if i % 2 == 0 else "assistant",
+                converted=f"c{i}",
+                converters=[core_converter()],
+            )
+        ]
+        for i in range(n)
+    ]
+    conv = make_conversation(specs)
+    for piece in conv.pieces.all():
+        make_score(piece=piece)
+    result = make_attack_result(conv, related=[(f"rel-{i}", "pruned") for i in range(n)])
+    make_score(attack_result=result, source="human", value="false")
+    # session, user, 2 permissions; conversation (+target dump); pieces (+media and
+    # identifiers); converter chains (+identifier, dump); attack results (+dump, last
+    # response); their related conversations; references to this conversation; scores
+    # (+scorer dump, reviewer).
+    with django_assert_num_queries(11):
+        response = reviewer_client.get(reverse("scoring:conversation_detail", args=[conv.pk]))
+    assert len(response.context["conversation_messages"]) == n
+    # In queue mode, two more: the previous and next results of the queue.
+    with django_assert_num_queries(13):
+        reviewer_client.get(
+            reverse("scoring:conversation_detail", args=[conv.pk]) + "?queue=reviewed"
+        )

@@ -1,0 +1,275 @@
+"""Attack-result list and detail, the objective page, the review queue and the dashboard."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from memory.models import AttackResult
+from scoring.models import OutcomeTally
+from scoring.services import record_verdict
+from scoring.tallies import build_dashboard, refresh_outcome_tallies
+from tests.memory.row_factories import (
+    core_atomic_attack,
+    core_converter,
+    core_target,
+    make_attack_result,
+    make_conversation,
+)
+from tests.scoring.row_factories import make_score
+
+pytestmark = pytest.mark.django_db
+
+
+def _results(n: int, **kwargs: Any) -> list[AttackResult]:
+    out = []
+    for i in range(n):
+        conv = make_conversation(2)
+        out.append(
+            make_attack_result(
+                conv,
+                outcome=("success", "failure", "undetermined", "error")[i % 4],
+                labels={"operation": f"op{i % 2}"},
+                harm_categories=["violence"] if i % 2 else ["hate"],
+                **kwargs,
+            )
+        )
+    return out
+
+
+# --- list and queue --------------------------------------------------------------------------
+
+
+def test_result_list_filters_and_shows_human_precedence(
+    reviewer_client: Client, reviewer: Any
+) -> None:
+    results = _results(4)
+    record_verdict(
+        attack_result=results[0],
+        reviewer=reviewer,
+        value=False,
+        score_type="true_false",
+        rationale="no",
+    )
+    html = reviewer_client.get(
+        reverse("scoring:attack_result_list") + "?harm_category=hate"
+    ).content.decode()
+    assert html.count('class="row-link"') == 2
+    assert "disagrees" in html  # human false vs automated success
+    assert "automated: success" in html
+
+
+@pytest.mark.parametrize("n", [3, 30])
+def test_result_list_query_count_is_constant(
+    reviewer_client: Client, reviewer: Any, django_assert_num_queries: Any, n: int
+) -> None:
+    for result in _results(n):
+        make_score(attack_result=result, source="human", reviewer=reviewer, value="true")
+    # session, user, 2 permissions; one page of results; their latest human verdicts
+    # (+reviewer); class-name suggestions.
+    with django_assert_num_queries(7):
+        response = reviewer_client.get(reverse("scoring:attack_result_list"))
+    assert len(response.context["rows"]) == n
+
+
+def test_queue_lists_unreviewed_then_disagreements(reviewer_client: Client, reviewer: Any) -> None:
+    agree, disagree, pending = _results(3)[0], *_results(2)
+    AttackResult.objects.filter(pk__in=[agree.pk, disagree.pk, pending.pk]).update(
+        outcome="success"
+    )
+    record_verdict(
+        attack_result=agree, reviewer=reviewer, value=True, score_type="true_false", rationale="yes"
+    )
+    record_verdict(
+        attack_result=disagree,
+        reviewer=reviewer,
+        value=0.1,
+        score_type="float_scale",
+        rationale="no",
+    )
+    unreviewed = reviewer_client.get(reverse("scoring:review_queue")).context["rows"]
+    assert pending.pk in {row["result"].pk for row in unreviewed}
+    assert not {agree.pk, disagree.pk} & {row["result"].pk for row in unreviewed}
+    disagreeing = reviewer_client.get(reverse("scoring:review_queue") + "?view=disagree")
+    assert [row["result"].pk for row in disagreeing.context["rows"]] == [disagree.pk]
+    assert b"disagrees" in disagreeing.content
+
+
+def test_queue_rejects_unknown_views(reviewer_client: Client) -> None:
+    assert reviewer_client.get(reverse("scoring:review_queue") + "?view=all").status_code == 400
+
+
+@pytest.mark.parametrize("n", [3, 30])
+def test_queue_query_count_is_constant(
+    reviewer_client: Client, reviewer: Any, django_assert_num_queries: Any, n: int
+) -> None:
+    for result in _results(n):
+        make_score(attack_result=result, source="human", reviewer=reviewer, value="false")
+    AttackResult.objects.update(outcome="success")
+    # session, user, 2 permissions; one page of disagreeing results; their latest human
+    # verdicts; class-name suggestions.
+    with django_assert_num_queries(7):
+        response = reviewer_client.get(reverse("scoring:review_queue") + "?view=disagree")
+    assert len(response.context["rows"]) == n
+
+
+# --- detail and objective ---------------------------------------------------------------------
+
+
+def test_result_detail_shows_everything(reviewer_client: Client, reviewer: Any) -> None:
+    conv = make_conversation(2)
+    result = make_attack_result(conv, outcome="error", related=[("adv-1", "adversarial")])
+    AttackResult.objects.filter(pk=result.pk).update(
+        error_message="boom", error_type="RuntimeError", error_traceback="Traceback <script>"
+    )
+    score = make_score(piece=conv.pieces.get(sequence=1), value="false")
+    AttackResult.objects.filter(pk=result.pk).update(last_score_id=score.id)
+    html = reviewer_client.get(
+        reverse("scoring:attack_result_detail", args=[result.pk])
+    ).content.decode()
+    assert "RuntimeError" in html and "Traceback &lt;script&gt;" in html
+    assert "adv-1" in html and "adversarial" in html
+    assert "SubStringScorer" in html
+    assert "AtomicAttack" in html
+
+
+@pytest.mark.parametrize("n", [3, 30])
+def test_result_detail_query_count_is_constant(
+    reviewer_client: Client, reviewer: Any, django_assert_num_queries: Any, n: int
+) -> None:
+    result = make_attack_result(
+        make_conversation(2), related=[(f"r{i}", "pruned") for i in range(n)]
+    )
+    for _ in range(n):
+        make_score(attack_result=result, source="human", reviewer=reviewer)
+    # session, user, 2 permissions; result (+dump, last response, conversation); related
+    # conversations; verdicts and the last score (+scorer dump, reviewer).
+    with django_assert_num_queries(7):
+        reviewer_client.get(reverse("scoring:attack_result_detail", args=[result.pk]))
+
+
+def test_objective_page_shows_every_attempt_side_by_side(reviewer_client: Client) -> None:
+    first = make_attack_result(make_conversation(2), objective="Same goal", outcome="failure")
+    make_attack_result(
+        make_conversation(2),
+        objective="Same goal",
+        outcome="success",
+        atomic=core_atomic_attack("CrescendoAttack", converters=[core_converter()]),
+    )
+    make_attack_result(make_conversation(2), objective="Other goal")
+    response = reviewer_client.get(
+        reverse("scoring:objective_detail", args=[first.objective_sha256])
+    )
+    html = response.content.decode()
+    assert len(response.context["attempts"]) == 2
+    assert "CrescendoAttack" in html and "PromptSendingAttack" in html
+    assert "diff attack vs first" in html
+
+
+def test_objective_page_404s(reviewer_client: Client) -> None:
+    assert (
+        reviewer_client.get(reverse("scoring:objective_detail", args=["f" * 64])).status_code == 404
+    )
+    assert reviewer_client.get(reverse("scoring:objective_detail", args=["xyz"])).status_code == 404
+
+
+@pytest.mark.parametrize("n", [3, 30])
+def test_objective_page_query_count_is_constant(
+    reviewer_client: Client, django_assert_num_queries: Any, n: int
+) -> None:
+    results = [make_attack_result(make_conversation(2), objective="goal") for _ in range(n)]
+    # session, user, 2 permissions; attempts (+last response, identifier); their verdicts
+    # and last scores.
+    with django_assert_num_queries(6):
+        reviewer_client.get(reverse("scoring:objective_detail", args=[results[0].objective_sha256]))
+
+
+# --- dashboard --------------------------------------------------------------------------------
+
+
+def _bar(dashboard: Any, dimension: str, key: str) -> dict[str, int]:
+    chart = next(c for c in dashboard.charts if c.dimension == dimension)
+    return next(b for b in chart.bars if b.key == key).counts
+
+
+def test_dashboard_counts_outcomes_per_dimension() -> None:
+    target = core_target("AzureMLChatTarget")
+    _results(
+        4, atomic=core_atomic_attack(target=target, converters=[core_converter("Base64Converter")])
+    )
+    dashboard = build_dashboard("operation")
+    assert _bar(dashboard, "harm_category", "hate") == {
+        "success": 1,
+        "failure": 0,
+        "undetermined": 1,
+        "error": 0,
+    }
+    assert _bar(dashboard, "harm_category", "violence") == {
+        "success": 0,
+        "failure": 1,
+        "undetermined": 0,
+        "error": 1,
+    }
+    assert sum(_bar(dashboard, "attack", "PromptSendingAttack").values()) == 4
+    assert sum(_bar(dashboard, "converter", "Base64Converter").values()) == 4
+    assert sum(_bar(dashboard, "target", target.hash).values()) == 4
+    assert _bar(dashboard, "label:operation", "op1")["failure"] == 1
+    assert dashboard.label_keys == ["operation"]
+
+
+def test_dashboard_adds_results_and_verdicts_newer_than_the_snapshot(reviewer: Any) -> None:
+    old = _results(2)
+    # A snapshot that counts the two results.
+    refresh_outcome_tallies(watermark=timezone.now())
+    assert OutcomeTally.objects.exists()
+    assert _bar(build_dashboard(None), "harm_category", "hate")["success"] == 1
+    record_verdict(
+        attack_result=old[0],
+        reviewer=reviewer,
+        value=False,
+        score_type="true_false",
+        rationale="no",
+    )
+    new = make_attack_result(make_conversation(2), outcome="success", harm_categories=["hate"])
+    counts = _bar(build_dashboard(None), "harm_category", "hate")
+    # old[0] moved from success to failure (human precedence); `new` adds one success.
+    assert counts == {"success": 1, "failure": 1, "undetermined": 0, "error": 0}
+    refresh_outcome_tallies(watermark=timezone.now())
+    assert _bar(build_dashboard(None), "harm_category", "hate") == counts
+    assert new.pk
+
+
+def test_dashboard_page_links_bars_to_filtered_conversations(reviewer_client: Client) -> None:
+    _results(2)
+    html = reviewer_client.get(
+        reverse("scoring:dashboard") + "?label_key=operation"
+    ).content.decode()
+    assert '/conversations/?harm_category=hate"' in html
+    assert '/conversations/?harm_category=hate&amp;outcome=success"' in html
+    assert '/conversations/?label=operation%3Aop0"' in html
+    assert "By label operation" in html
+
+
+def test_dashboard_refresh_is_for_reviewers(reviewer_client: Client, reader_client: Client) -> None:
+    assert reader_client.post(reverse("scoring:dashboard")).status_code == 403
+    assert reviewer_client.post(reverse("scoring:dashboard")).status_code == 302
+
+
+@pytest.mark.parametrize("n", [3, 30])
+def test_dashboard_query_count_is_constant(
+    reviewer_client: Client, reviewer: Any, django_assert_num_queries: Any, n: int
+) -> None:
+    results = _results(n)
+    refresh_outcome_tallies(watermark=timezone.now())
+    for result in results:
+        make_score(attack_result=result, source="human", reviewer=reviewer, value="true")
+    _results(n)
+    # session, user, 2 permissions; snapshot; tallies of the shown dimensions; label keys;
+    # results and verdicts newer than the snapshot (with their latest verdicts).
+    with django_assert_num_queries(8):
+        response = reviewer_client.get(reverse("scoring:dashboard") + "?label_key=operation")
+    assert response.context["data"].live_results == 2 * n
