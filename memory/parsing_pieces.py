@@ -308,7 +308,9 @@ def parse_score(
     score.compared = {
         "1.x": SCORE_COMPARE_1X,
         "entry": SCORE_COMPARE_ENTRY,
-        "0.13": SCORE_COMPARE_013 + (("task",) if "task" in item else ()),
+        # `task` (0.13's DB copy of objective) is not part of to_dict(), like pyrit_version:
+        # kept when sent, never compared, so the file and its to_dict() export agree.
+        "0.13": SCORE_COMPARE_013,
     }[shape]
     return score
 
