@@ -1,0 +1,118 @@
+"""`manage.py load_demo`: demo login and roles, fixtures and synthetic data, idempotent."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from memory.models import AttackResult, Conversation, MessagePiece
+from redteam.models import MediaBlob
+from redteam.roles import READ_ONLY_GROUP, REVIEWER_GROUP
+from scoring.models import Score
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args: str) -> str:
+    out = io.StringIO()
+    call_command("load_demo", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_synthetic_demo_covers_every_kind_and_reloads_as_unchanged(settings: object) -> None:
+    settings.DEBUG = True  # type: ignore[attr-defined]
+    settings.REDTEAM_FIXTURES = "/nonexistent"  # type: ignore[attr-defined]
+    first = run()
+    assert "Demo login: username 'demo', password 'demo-password'" in first
+    assert "skipping them" in first
+    assert "rejected" not in first
+    pieces = MessagePiece.objects.all()
+    assert {p.original_value_data_type for p in pieces} >= {
+        "text",
+        "image_path",
+        "audio_path",
+        "error",
+    }
+    assert pieces.filter(response_error="blocked").exists()
+    assert pieces.exclude(original_value=models_f("converted_value")).exists()
+    assert Conversation.objects.filter(
+        piece_count__gt=0, message_count__lt=models_f("piece_count")
+    ).exists()
+    assert set(AttackResult.objects.values_list("outcome", flat=True)) == {
+        "success",
+        "failure",
+        "undetermined",
+        "error",
+    }
+    assert set(Score.objects.values_list("score_type", "status")) >= {
+        ("true_false", "complete"),
+        ("float_scale", "complete"),
+        ("float_scale", "undetermined"),
+    }
+    assert AttackResult.objects.filter(related_conversations__conversation_type="pruned").exists()
+    image = pieces.get(original_value_data_type="image_path")
+    assert image.original_media.content_type == "image/png"
+    assert (
+        pieces.get(original_value_data_type="audio_path").original_media.content_type == "audio/wav"
+    )
+    counts = (MessagePiece.objects.count(), Score.objects.count(), MediaBlob.objects.count())
+    second = run()
+    assert "exists; password unchanged" in second
+    assert " stored, " in second and "0 stored" in second
+    assert all(
+        line.split(": ")[1].startswith("0 stored")
+        for line in second.splitlines()
+        if "demo " in line
+    )
+    assert counts == (
+        MessagePiece.objects.count(),
+        Score.objects.count(),
+        MediaBlob.objects.count(),
+    )
+
+
+def models_f(name: str) -> object:
+    from django.db.models import F
+
+    return F(name)
+
+
+def test_demo_user_is_staff_reviewer_and_roles_exist(settings: object) -> None:
+    settings.DEBUG = True  # type: ignore[attr-defined]
+    settings.REDTEAM_FIXTURES = "/nonexistent"  # type: ignore[attr-defined]
+    run("--no-synthetic")
+    user = get_user_model().objects.get(username="demo")
+    assert user.is_staff and not user.is_superuser
+    assert user.check_password("demo-password")
+    assert user.groups.filter(name=REVIEWER_GROUP).exists()
+    assert user.has_perm("scoring.record_verdict")
+    from django.contrib.auth.models import Group
+
+    assert Group.objects.filter(name=READ_ONLY_GROUP).exists()
+
+
+def test_production_password_is_random_and_printed(settings: object) -> None:
+    settings.DEBUG = False  # type: ignore[attr-defined]
+    settings.REDTEAM_FIXTURES = "/nonexistent"  # type: ignore[attr-defined]
+    out = run("--no-synthetic")
+    password = out.split("password '")[1].split("'")[0]
+    assert password != "demo-password" and len(password) >= 12
+    assert get_user_model().objects.get(username="demo").check_password(password)
+
+
+def test_fixtures_are_loaded_when_present(settings: object, fixtures_dir: Path) -> None:
+    settings.REDTEAM_FIXTURES = str(fixtures_dir)  # type: ignore[attr-defined]
+    out = run("--no-synthetic")
+    assert "pyrit-1.1/pieces.jsonl: 25 stored" in out
+    assert "pyrit-0.13/attack_results.jsonl: 1 stored" in out
+    assert "rejected" not in out
+    fixture_image = MessagePiece.objects.get(
+        original_value_data_type="image_path", source_shape="1.x"
+    )
+    assert fixture_image.original_media_id == fixture_image.original_value_sha256
+    again = run("--no-synthetic")
+    assert "pyrit-1.1/pieces.jsonl: 0 stored, 25 unchanged" in again
