@@ -43,5 +43,13 @@ check: $(STAMP) lint typecheck
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
 
+# Every bench/*.py script against PostgreSQL (each recreates its own scratch database, whose
+# name must start with "bench"); all run, and the target fails if any missed its budget.
+bench: $(STAMP)
+	@status=0; for f in bench/*.py; do \
+		echo "== $$f"; \
+		DATABASE_URL="$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/bench}" $(PY) $$f || status=1; \
+	done; exit $$status
+
 clean:
 	rm -rf $(VENV) var .pytest_cache

@@ -1,0 +1,602 @@
+"""Review-page benchmark on PostgreSQL: server time and queries at 10k and at 1M pieces.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench .venv/bin/python bench/pages.py
+
+What it does, in one run on one machine:
+1. (Re)creates the scratch database (its name must start with "bench") and migrates it.
+2. Bulk-loads synthetic memory with COPY (10-piece user/assistant conversations, one attack
+   result and one score per conversation, a few dozen identifiers, labels and harm
+   categories), filling every summary column the ingestion service maintains, then ANALYZE.
+3. At 10k pieces and again at 1M pieces, rebuilds the dashboard tallies and times the
+   conversation list, a conversation page and the dashboard through Django's test Client
+   (plus a few informational pages): median server time, database time, query count.
+4. Prints a table and the 1M/10k ratios. Budget (DESIGN.md): constant queries and a ratio
+   under 2 for the list, conversation and dashboard pages; exit status 1 when missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/bench"
+PIECES_PER_CONVERSATION = 10
+SCALES = (10_000, 1_000_000)
+BUDGET_RATIO = 2.0
+BUDGETED = ("conversation list", "conversation page", "dashboard")
+WORDS = [
+    "lock",
+    "pin",
+    "tumbler",
+    "plug",
+    "spring",
+    "key",
+    "shear",
+    "line",
+    "tension",
+    "wrench",
+    "rake",
+    "pick",
+    "security",
+    "door",
+    "cylinder",
+    "bypass",
+    "explain",
+    "how",
+    "to",
+    "the",
+    "a",
+    "of",
+    "and",
+    "with",
+    "without",
+    "tool",
+    "attack",
+    "model",
+    "target",
+    "safe",
+    "vault",
+    "combination",
+    "dial",
+    "wheel",
+    "pack",
+    "gate",
+    "fence",
+    "lever",
+    "latch",
+    "bolt",
+    "strike",
+    "plate",
+    "novel",
+    "character",
+    "story",
+    "thriller",
+    "heist",
+    "guard",
+    "alarm",
+    "camera",
+    "sensor",
+    "badge",
+    "card",
+    "reader",
+    "sorry",
+    "cannot",
+    "help",
+    "with",
+    "that",
+    "request",
+    "instead",
+    "here",
+    "is",
+    "general",
+    "information",
+    "about",
+    "history",
+    "mechanism",
+    "design",
+    "manufacturer",
+    "standard",
+    "grade",
+    "tolerance",
+    "tool",
+    "kit",
+    "practice",
+]
+HARMS = ("violence", "illegal", "physical_security", "cybercrime", "hate", "self_harm")
+OUTCOMES = ("success", "failure", "failure", "failure", "undetermined", "error")
+
+
+def _setup_django(database_url: str) -> None:
+    os.environ["DATABASE_URL"] = database_url
+    os.environ.setdefault("DEBUG", "1")  # static files without a manifest; logging off
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "redteam.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+
+
+def _recreate_database(database_url: str) -> None:
+    import psycopg
+
+    parts = urlsplit(database_url)
+    name = parts.path.lstrip("/")
+    if not name.startswith("bench"):
+        raise SystemExit(f"refusing to recreate {name!r}: the database name must start with bench")
+    admin = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+# --- synthetic data ------------------------------------------------------------------------------
+
+
+@dataclass
+class Identifiers:
+    """Stored identifier rows the synthetic memory points at: (hash, dump digest, class)."""
+
+    targets: list[tuple[str, str, str]] = field(default_factory=list)
+    atomics: list[tuple[str, str, str, str, str, str, list[str]]] = field(default_factory=list)
+    converters: list[tuple[str, str, str]] = field(default_factory=list)
+    scorers: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+def _store_identifiers() -> Identifiers:
+    """A realistic handful of targets, converters, scorers and atomic attacks."""
+    from memory.bulk import store_identifier_uses
+    from memory.parsing import parse_identifier
+    from redteam.identifiers import ComponentIdentifier as CI
+
+    def store(ci: CI) -> tuple[str, str]:
+        errors: list[Any] = []
+        parsed = parse_identifier(ci.model_dump(), "bench", legacy=False, errors=errors)
+        assert parsed is not None, errors
+        store_identifier_uses([parsed])
+        return parsed.hash, parsed.digest
+
+    ids = Identifiers()
+    targets = [
+        CI(
+            cls,
+            "pyrit.prompt_target",
+            {"endpoint": f"https://t{i}.example.invalid", "model_name": m},
+        )
+        for i, (cls, m) in enumerate(
+            [
+                ("OpenAIChatTarget", "gpt-4o"),
+                ("OpenAIChatTarget", "gpt-4o-mini"),
+                ("AzureMLChatTarget", "phi-3"),
+                ("OllamaChatTarget", "llama3"),
+                ("OpenAIResponseTarget", "o3"),
+                ("HuggingFaceChatTarget", "mistral"),
+            ]
+        )
+    ]
+    converters = [
+        CI(cls, "pyrit.prompt_converter", {"seed": i})
+        for i, cls in enumerate(
+            [
+                "ROT13Converter",
+                "Base64Converter",
+                "LeetspeakConverter",
+                "UnicodeConfusableConverter",
+                "TranslationConverter",
+            ]
+        )
+    ]
+    scorers = [
+        CI(cls, "pyrit.score", {"scorer_type": "true_false"})
+        for cls in ["SubStringScorer", "SelfAskRefusalScorer", "SelfAskTrueFalseScorer"]
+    ]
+    for ci in targets:
+        ids.targets.append((*store(ci), ci.class_name))
+    for ci in converters:
+        ids.converters.append((*store(ci), ci.class_name))
+    for ci in scorers:
+        ids.scorers.append((*store(ci), ci.class_name))
+    attacks = [
+        "PromptSendingAttack",
+        "RedTeamingAttack",
+        "CrescendoAttack",
+        "TreeOfAttacksWithPruningAttack",
+    ]
+    for a, attack in enumerate(attacks):
+        for t, target in enumerate(targets):
+            convs = [converters[(a + t + k) % len(converters)] for k in range((a + t) % 3)]
+            strategy = CI(
+                attack,
+                "pyrit.executor.attack",
+                children={
+                    "objective_target": target,
+                    "objective_scorer": scorers[a % len(scorers)],
+                    "request_converters": convs,
+                },
+            )
+            technique = CI(
+                "AttackTechnique",
+                "pyrit.scenario.core.attack_technique",
+                children={"attack": strategy},
+            )
+            atomic = CI(
+                "AtomicAttack",
+                "pyrit.scenario.core.atomic_attack",
+                children={"attack_technique": technique, "seed_identifiers": []},
+            )
+            h, d = store(atomic)
+            ids.atomics.append(
+                (
+                    h,
+                    d,
+                    attack,
+                    target.hash,
+                    target.class_name,
+                    ids.targets[t][1],
+                    [c.class_name for c in convs],
+                )
+            )
+    return ids
+
+
+class Generator:
+    """Deterministic rows for COPY: conversations, pieces, attack results, scores."""
+
+    def __init__(self, seed: int, ids: Identifiers) -> None:
+        self.rng = random.Random(seed)
+        self.ids = ids
+        self.t0 = datetime(2026, 9, 1, tzinfo=UTC)
+        self.texts = [
+            " ".join(self.rng.choice(WORDS) for _ in range(self.rng.randint(8, 60)))
+            for _ in range(4000)
+        ]
+        self.text_sha = [hashlib.sha256(t.encode()).hexdigest() for t in self.texts]
+        self.objectives = [
+            f"Objective {i}: " + " ".join(self.rng.choice(WORDS) for _ in range(8))
+            for i in range(500)
+        ]
+
+    def _uuid(self) -> uuid.UUID:
+        return uuid.UUID(int=self.rng.getrandbits(128), version=4)
+
+    def conversations(self, count: int, ingested_at: datetime) -> Iterator[dict[str, list[Any]]]:
+        """Yield, per conversation, the row dicts of every table."""
+        for _ in range(count):
+            cid = str(self._uuid())
+            start = self.t0 + timedelta(seconds=self.rng.randint(0, 60 * 86400))
+            atomic = self.rng.choice(self.ids.atomics)
+            a_hash, a_digest, attack, target_hash, target_class, target_digest, convs = atomic
+            harms = self.rng.sample(HARMS, self.rng.randint(0, 2))
+            labels = {
+                "operation": f"op{self.rng.randint(1, 20)}",
+                "operator": f"user{self.rng.randint(1, 10)}",
+            }
+            outcome = self.rng.choice(OUTCOMES)
+            error_piece = self.rng.random() < 0.01
+            pieces = []
+            for seq in range(PIECES_PER_CONVERSATION):
+                k = self.rng.randrange(len(self.texts))
+                pid = self._uuid()
+                is_last = seq == PIECES_PER_CONVERSATION - 1
+                pieces.append(
+                    {
+                        "id": pid,
+                        "conversation_id": cid,
+                        "sequence": seq,
+                        "role": "user" if seq % 2 == 0 else "assistant",
+                        "timestamp": start + timedelta(seconds=2 * seq),
+                        "original_value": self.texts[k],
+                        "original_value_data_type": "text",
+                        "original_value_sha256": self.text_sha[k],
+                        "converted_value": self.texts[k],
+                        "converted_value_data_type": "error" if error_piece and is_last else "text",
+                        "converted_value_sha256": self.text_sha[k],
+                        "response_error": "processing" if error_piece and is_last else "none",
+                        "original_prompt_id": pid,
+                        "prompt_metadata": "{}",
+                        "pyrit_version": "1.1.0",
+                        "source_shape": "1.x",
+                        "ingested_at": ingested_at,
+                    }
+                )
+            last = pieces[-1]
+            score_id = self._uuid()
+            score = {
+                "id": score_id,
+                "score_value": "true" if outcome == "success" else "false",
+                "status": "complete",
+                "score_value_description": "",
+                "score_type": "true_false",
+                "score_category": json.dumps(harms),
+                "score_rationale": "synthetic rationale",
+                "score_metadata": "{}",
+                "scorer_identifier_id": self.ids.scorers[0][0],
+                "scorer_dump_id": self.ids.scorers[0][1],
+                "scorer_class": self.ids.scorers[0][2],
+                "message_piece_id": last["id"],
+                "timestamp": last["timestamp"],
+                "pyrit_version": "1.1.0",
+                "source_shape": "1.x",
+                "source": "automated",
+                "ingested_at": ingested_at,
+            }
+            result = {
+                "attack_result_id": self._uuid(),
+                "conversation_id": cid,
+                "objective": (objective := self.rng.choice(self.objectives)),
+                "objective_sha256": hashlib.sha256(objective.encode()).hexdigest(),
+                "atomic_attack_identifier_id": a_hash,
+                "atomic_attack_dump_id": a_digest,
+                "attack_class": attack,
+                "target_hash": target_hash,
+                "target_class": target_class,
+                "converter_classes": json.dumps(convs),
+                "last_response_id": last["id"],
+                "last_score_id": score_id,
+                "executed_turns": PIECES_PER_CONVERSATION // 2,
+                "execution_time_ms": self.rng.randint(500, 90_000),
+                "outcome": outcome,
+                "outcome_reason": "synthetic",
+                "timestamp": last["timestamp"],
+                "metadata": "{}",
+                "labels": json.dumps(labels),
+                "targeted_harm_categories": json.dumps(harms),
+                "retry_events": "[]",
+                "total_retries": 0,
+                "pyrit_version": "1.1.0",
+                "source_shape": "1.x",
+                "ingested_at": ingested_at,
+            }
+            conversation = {
+                "conversation_id": cid,
+                "target_identifier_id": target_hash,
+                "target_dump_id": target_digest,
+                "retries": "[]",
+                "pyrit_version": "1.1.0",
+                "declared": True,
+                "first_timestamp": pieces[0]["timestamp"],
+                "last_timestamp": last["timestamp"],
+                "message_count": PIECES_PER_CONVERSATION,
+                "piece_count": PIECES_PER_CONVERSATION,
+                "labels": json.dumps(labels),
+                "harm_categories": json.dumps(harms),
+                "data_types": json.dumps(["error", "text"] if error_piece else ["text"]),
+                "converter_classes": json.dumps(sorted(convs)),
+                "has_error": error_piece,
+                "attack_class": attack,
+                "outcome": outcome,
+                "preview": pieces[0]["original_value"][:300],
+                "updated_at": ingested_at,
+            }
+            yield {
+                "conversation": [conversation],
+                "piece": pieces,
+                "result": [result],
+                "score": [score],
+            }
+
+
+def _copy(tables: dict[str, Any], batches: Iterator[dict[str, list[Any]]]) -> dict[str, int]:
+    """COPY every row into its table; columns not generated get their model default."""
+    from django.db import connection
+
+    counts = dict.fromkeys(tables, 0)
+    columns = {
+        key: [(f.column, f) for f in model._meta.concrete_fields] for key, model in tables.items()
+    }
+    rows: dict[str, list[dict[str, Any]]] = {key: [] for key in tables}
+    for batch in batches:
+        for key, items in batch.items():
+            rows[key].extend(items)
+    with connection.cursor() as cursor:
+        raw = cursor.cursor  # the psycopg 3 cursor under Django's wrapper
+        for key, model in tables.items():
+            cols = columns[key]
+            names = ", ".join(f'"{c}"' for c, _ in cols)
+            with raw.copy(f'COPY "{model._meta.db_table}" ({names}) FROM STDIN') as copy:
+                for item in rows[key]:
+                    copy.write_row([_value(item, c, f) for c, f in cols])
+            counts[key] = len(rows[key])
+    return counts
+
+
+def _value(item: dict[str, Any], column: str, model_field: Any) -> Any:
+    if column in item:
+        return item[column]
+    name = model_field.name
+    if name in item:
+        return item[name]
+    if model_field.has_default():
+        default = model_field.get_default()
+        return json.dumps(default) if isinstance(default, dict | list) else default
+    return None
+
+
+def load(gen: Generator, conversations: int, chunk: int = 5_000) -> float:
+    """Load `conversations` conversations (10 pieces each) with COPY; seconds taken."""
+    from django.db import connection, transaction
+
+    from memory.models import AttackResult, Conversation, MessagePiece
+    from scoring.models import Score
+
+    tables = {
+        "conversation": Conversation,
+        "piece": MessagePiece,
+        "result": AttackResult,
+        "score": Score,
+    }
+    started = time.perf_counter()
+    now = datetime.now(UTC) - timedelta(hours=1)
+    done = 0
+    while done < conversations:
+        n = min(chunk, conversations - done)
+        with transaction.atomic():
+            _copy(tables, gen.conversations(n, now))
+        done += n
+        print(f"  loaded {done * PIECES_PER_CONVERSATION:,} pieces", flush=True)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    return time.perf_counter() - started
+
+
+# --- measurement ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Measurement:
+    """One page at one scale."""
+
+    page: str
+    scale: int
+    median_ms: float
+    db_ms: float
+    queries: int
+    status: int
+
+
+def measure(client: Any, page: str, url: str, scale: int, repeat: int) -> Measurement:
+    """Median wall time of `repeat` requests after two warm-ups, plus queries of one."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for _ in range(2):
+        client.get(url)
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        response = client.get(url)
+        times.append((time.perf_counter() - start) * 1000)
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(url)
+    db_ms = sum(float(q["time"]) for q in ctx.captured_queries) * 1000
+    return Measurement(
+        page,
+        scale,
+        statistics.median(times),
+        db_ms,
+        len(ctx.captured_queries),
+        response.status_code,
+    )
+
+
+def pages(sample: dict[str, str]) -> list[tuple[str, str]]:
+    """(name, url) of every timed page; the first three carry the budget."""
+    return [
+        ("conversation list", "/conversations/"),
+        ("conversation page", f"/conversations/{sample['conversation']}/"),
+        ("dashboard", "/dashboard/?label_key=operation"),
+        ("list, label+harm filter", "/conversations/?label=operation:op3&harm_category=violence"),
+        ("list, full-text search", "/conversations/?q=tumbler+wrench"),
+        ("list, page 2", f"/conversations/?cursor={sample['cursor']}"),
+        ("attack results", "/attack-results/"),
+        ("review queue", "/review/"),
+    ]
+
+
+def sample_urls() -> dict[str, str]:
+    """A conversation from the middle of the table and the list's second-page cursor."""
+    from memory.models import Conversation
+    from memory.pagination import DEFAULT_PAGE_SIZE, encode_cursor
+    from memory.querysets import conversations_for_list
+
+    total = Conversation.objects.count()
+    middle = Conversation.objects.order_by("conversation_id")[total // 2]
+    last = list(conversations_for_list()[:DEFAULT_PAGE_SIZE])[-1]
+    cursor = encode_cursor("n", last.last_timestamp, last.conversation_id)
+    return {"conversation": middle.conversation_id, "cursor": cursor}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; exit 1 when a budget is missed."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=15, help="timed requests per page")
+    parser.add_argument("--scales", type=int, nargs=2, default=SCALES, metavar=("SMALL", "LARGE"))
+    args = parser.parse_args(argv)
+    database_url = os.environ.get("DATABASE_URL") or DEFAULT_URL
+    if not database_url.startswith(("postgres://", "postgresql://")):
+        raise SystemExit("bench/pages.py needs PostgreSQL (DATABASE_URL=postgres://...)")
+    _recreate_database(database_url)
+    _setup_django(database_url)
+
+    from django.contrib.auth.models import User
+    from django.core.management import call_command
+    from django.test import Client
+
+    from scoring.tallies import refresh_outcome_tallies
+
+    call_command("migrate", verbosity=0)
+    user = User.objects.create_superuser("bench", "bench@example.invalid", "bench-pass-1")
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.force_login(user)
+    gen = Generator(seed=7, ids=_store_identifiers())
+
+    results: list[Measurement] = []
+    loaded = 0
+    for scale in args.scales:
+        conversations = scale // PIECES_PER_CONVERSATION - loaded
+        print(f"Loading up to {scale:,} pieces ({conversations:,} more conversations)...")
+        seconds = load(gen, conversations)
+        loaded += conversations
+        print(f"  {conversations * PIECES_PER_CONVERSATION / seconds:,.0f} pieces/s with COPY")
+        started = time.perf_counter()
+        snapshot = refresh_outcome_tallies(watermark=datetime.now(UTC))
+        print(
+            f"  dashboard tallies rebuilt over {snapshot.results:,} results in "
+            f"{time.perf_counter() - started:.1f} s"
+        )
+        sample = sample_urls()
+        for name, url in pages(sample):
+            m = measure(client, name, url, scale, args.repeat)
+            results.append(m)
+            print(
+                f"  {name:<26} {m.median_ms:8.1f} ms  db {m.db_ms:7.1f} ms  "
+                f"{m.queries:3d} queries  HTTP {m.status}",
+                flush=True,
+            )
+    return report(results, args.scales)
+
+
+def report(results: list[Measurement], scales: Sequence[int]) -> int:
+    """Print the table and ratios; 1 when a budgeted page misses its ratio or query budget."""
+    small, large = scales
+    by = {(m.page, m.scale): m for m in results}
+    names = list(dict.fromkeys(m.page for m in results))
+    print()
+    print(
+        f"{'page':<26} {'10k ms':>8} {'1M ms':>8} {'ratio':>6} {'db 10k':>7} {'db 1M':>7} "
+        f"{'queries':>9}"
+    )
+    failed = False
+    for name in names:
+        a, b = by[(name, small)], by[(name, large)]
+        ratio = b.median_ms / a.median_ms if a.median_ms else float("inf")
+        budget = name in BUDGETED
+        ok = ratio < BUDGET_RATIO and a.queries == b.queries and a.status == b.status == 200
+        failed |= budget and not ok
+        mark = ("ok" if ok else "MISSED") if budget else ""
+        print(
+            f"{name:<26} {a.median_ms:8.1f} {b.median_ms:8.1f} {ratio:6.2f} {a.db_ms:7.1f} "
+            f"{b.db_ms:7.1f} {a.queries:>4}/{b.queries:<4} {mark}"
+        )
+    print(
+        f"\nBudget: ratio 1M/10k < {BUDGET_RATIO} and equal query counts for "
+        f"{', '.join(BUDGETED)}: {'MISSED' if failed else 'met'}"
+    )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
