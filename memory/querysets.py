@@ -6,6 +6,9 @@ prefetch_related / only), so a page costs a constant number of queries whatever 
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from django.db.models import Case, IntegerField, Prefetch, QuerySet, Value, When
 
 from memory.models import (
@@ -13,6 +16,7 @@ from memory.models import (
     ComponentIdentifier,
     Conversation,
     ConversationReference,
+    IdentifierDump,
     MessagePiece,
     PieceConverter,
 )
@@ -120,6 +124,61 @@ def references_to_conversation(conversation_id: str) -> QuerySet[ConversationRef
         )
         .order_by("attack_result__attack_result_id")
     )
+
+
+def identifier_dump(identifier: ComponentIdentifier, max_depth: int = 12) -> dict[str, Any]:
+    """The identifier's flat dump: a stored one, or rebuilt from rows (one query per level).
+
+    Nested identifiers (a target inside an attack tree) are stored as rows without a dump of
+    their own; their tree is rebuilt from the children hashes, level by level.
+    """
+    stored = IdentifierDump.objects.filter(identifier=identifier).order_by("digest").first()
+    if stored is not None:
+        value = json.loads(stored.dump_json)
+        if isinstance(value, dict):
+            return value
+    rows = {identifier.hash: identifier}
+    frontier = _child_hashes(identifier)
+    for _ in range(max_depth):
+        wanted = frontier - rows.keys()
+        if not wanted:
+            break
+        found = {r.hash: r for r in ComponentIdentifier.objects.filter(hash__in=wanted)}
+        rows.update(found)
+        frontier = {h for r in found.values() for h in _child_hashes(r)}
+    return _flat_from_rows(identifier.hash, rows, max_depth)
+
+
+def _child_hashes(row: ComponentIdentifier) -> set[str]:
+    hashes: set[str] = set()
+    for value in (row.children or {}).values():
+        hashes.update(value if isinstance(value, list) else [value])
+    return {h for h in hashes if isinstance(h, str)}
+
+
+def _flat_from_rows(hash_: str, rows: dict[str, ComponentIdentifier], depth: int) -> dict[str, Any]:
+    row = rows.get(hash_)
+    if row is None:
+        return {"class_name": "(missing)", "class_module": "", "hash": hash_}
+    out: dict[str, Any] = {
+        "class_name": row.class_name,
+        "class_module": row.class_module,
+        "hash": row.hash,
+        "pyrit_version": row.pyrit_version,
+    }
+    if row.eval_hash:
+        out["eval_hash"] = row.eval_hash
+    out.update(row.params or {})
+    if row.children and depth > 0:
+        out["children"] = {
+            name: [_flat_from_rows(h, rows, depth - 1) for h in value]
+            if isinstance(value, list)
+            else _flat_from_rows(value, rows, depth - 1)
+            for name, value in row.children.items()
+        }
+    if row.attributes:
+        out["attributes"] = dict(row.attributes)
+    return out
 
 
 def identifiers_for_list() -> QuerySet[ComponentIdentifier]:

@@ -28,8 +28,8 @@ from memory.models import (
     PieceConverter,
 )
 from memory.pagination import BadCursor, keyset_page, page_size
-from memory.querysets import conversations_for_list
-from memory.trees import diff_dumps, parse_dump
+from memory.querysets import conversations_for_list, identifier_dump
+from memory.trees import diff_dumps, tree_from_dump
 from redteam.models import MediaBlob
 from redteam.pyrit_enums import ATTACK_OUTCOMES, PROMPT_DATA_TYPES
 from redteam.roles import viewer_required
@@ -139,7 +139,8 @@ def identifier_detail(request: HttpRequest, hash: str) -> HttpResponse:
         raise Http404("Not an identifier hash.")
     identifier = get_object_or_404(ComponentIdentifier, hash=hash)
     dumps = list(IdentifierDump.objects.filter(identifier=identifier).order_by("digest")[:10])
-    tree = parse_dump(dumps[0].dump_json) if dumps else None
+    # Nested identifiers have no dump of their own: their tree is rebuilt from rows.
+    tree = tree_from_dump(json.loads(dumps[0].dump_json) if dumps else identifier_dump(identifier))
     score_model = apps.get_model("scoring", "Score")
     # The identifier table is small (one row per distinct configuration), so a text search
     # over children for the hash is cheap and finds every parent whatever the child name.
@@ -203,25 +204,16 @@ def identifier_diff(request: HttpRequest) -> HttpResponse:
     if not (HASH_RE.match(a_hash) and HASH_RE.match(b_hash)):
         context["error"] = "Give two identifier hashes (64 lowercase hex characters)."
         return render(request, "memory/identifier_diff.html", context, status=400)
-    found = {
-        i.hash: i
-        for i in ComponentIdentifier.objects.filter(hash__in=[a_hash, b_hash]).prefetch_related(
-            "dumps"
-        )
-    }
+    found = {i.hash: i for i in ComponentIdentifier.objects.filter(hash__in=[a_hash, b_hash])}
     if a_hash not in found or b_hash not in found:
         raise Http404("Unknown identifier.")
-    dumps = {h: sorted(found[h].dumps.all(), key=lambda d: d.digest) for h in (a_hash, b_hash)}
-    if not dumps[a_hash] or not dumps[b_hash]:
-        raise Http404("Identifier has no stored dump.")
-    a_dump = json.loads(dumps[a_hash][0].dump_json)
-    b_dump = json.loads(dumps[b_hash][0].dump_json)
+    a_dump, b_dump = identifier_dump(found[a_hash]), identifier_dump(found[b_hash])
     context.update(
         {
             "a": found[a_hash],
             "b": found[b_hash],
-            "a_tree": parse_dump(dumps[a_hash][0].dump_json),
-            "b_tree": parse_dump(dumps[b_hash][0].dump_json),
+            "a_tree": tree_from_dump(a_dump),
+            "b_tree": tree_from_dump(b_dump),
             "differences": diff_dumps(a_dump, b_dump) if a_hash != b_hash else [],
         }
     )

@@ -262,3 +262,32 @@ def test_scores_filter_page_uses_the_same_filterset(reviewer_client: Client) -> 
     make_conversation(2)
     response = reviewer_client.get(reverse(LIST) + "?score_value=TRUE")
     assert [c.pk for c in response.context["rows"]] == [conv.pk]
+
+
+def test_nested_identifiers_without_a_dump_get_a_tree_rebuilt_from_rows(
+    reviewer_client: Client,
+) -> None:
+    # The target exists only inside the attack tree, so it has rows but no dump of its own.
+    slow = core_target("OpenAIChatTarget", temperature=0.1)
+    fast = core_target("OpenAIChatTarget", temperature=0.9)
+    a = make_attack_result(make_conversation(1), atomic=core_atomic_attack(target=slow))
+    b = make_attack_result(make_conversation(1), atomic=core_atomic_attack(target=fast))
+    page = reviewer_client.get(reverse("memory:identifier_detail", args=[a.target_hash]))
+    assert b"rebuilt from stored rows" in page.content
+    assert b"0.1" in page.content
+    diff = reviewer_client.get(
+        reverse("memory:identifier_diff"), {"a": a.target_hash, "b": b.target_hash}
+    )
+    assert diff.status_code == 200
+    assert [(d.path, d.a, d.b) for d in diff.context["differences"]] == [
+        ("$.temperature", "0.1", "0.9")
+    ]
+    # The attack trees differ in exactly that param, one level down.
+    attack_diff = reviewer_client.get(
+        reverse("memory:identifier_diff"),
+        {"a": a.atomic_attack_identifier_id, "b": b.atomic_attack_identifier_id},
+    )
+    paths = [d.path for d in attack_diff.context["differences"] if d.kind == "changed"]
+    assert paths == [
+        "$.children.attack_technique.children.attack.children.objective_target.temperature"
+    ]
