@@ -9,6 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
+from memory.models import ComponentIdentifier
 from tests.api import factories
 
 pytestmark = pytest.mark.django_db
@@ -26,3 +27,92 @@ def test_ingest_query_count_is_the_same_for_2_and_200_pieces(api: APIClient) -> 
     small = _ingest_queries(api, {"message_pieces": factories.conversation_pieces(2)})
     large = _ingest_queries(api, {"message_pieces": factories.conversation_pieces(200)})
     assert len(small) == len(large), "\n".join(large)
+
+
+def _fill(api: APIClient, conversations: int) -> list[dict[str, Any]]:
+    """`conversations` conversations of 2 pieces (user converted, assistant scored) + results."""
+    payload: dict[str, list[dict[str, Any]]] = {
+        "message_pieces": [],
+        "scores": [],
+        "attack_results": [],
+    }
+    for _ in range(conversations):
+        pieces = factories.conversation_pieces(2)
+        payload["message_pieces"] += pieces
+        payload["scores"].append(factories.score(pieces[1]))
+        payload["attack_results"].append(
+            factories.attack_result(
+                pieces[0]["conversation_id"],
+                last_response=pieces[1],
+                last_score=payload["scores"][-1],
+            )
+        )
+    response = api.post("/api/v1/ingest/", payload, format="json")
+    assert response.status_code == 200, response.json()
+    return payload["message_pieces"]
+
+
+# Queries per list page, whatever its length; the first is always the API key joined with its
+# user (last_used_at was stamped by an earlier request).
+LIST_QUERIES = {
+    # key; pieces joined with their dumps and conversation; converter uses with their dumps.
+    "message-pieces": 3,
+    # key; conversations joined with their target dump.
+    "conversations": 2,
+    # key; scores joined with their scorer dump.
+    "scores": 2,
+    # key; results joined with dumps and last response; related conversations; the last
+    # response's converters; the last scores.
+    "attack-results": 5,
+    # key; identifier rows.
+    "identifiers": 2,
+}
+
+
+@pytest.mark.parametrize("resource", list(LIST_QUERIES))
+@pytest.mark.parametrize("conversations", [3, 30])
+def test_list_endpoints_cost_constant_queries(
+    api: APIClient, django_assert_num_queries: Any, resource: str, conversations: int
+) -> None:
+    _fill(api, conversations)
+    # Identifiers are content-addressed (the fill reuses two); add distinct rows.
+    ComponentIdentifier.objects.bulk_create(
+        ComponentIdentifier(hash=f"{i:064x}", class_name=f"Target{i}", class_module="m")
+        for i in range(conversations)
+    )
+    with django_assert_num_queries(LIST_QUERIES[resource]):
+        response = api.get(f"/api/v1/{resource}/", {"page_size": 1000})
+    assert response.status_code == 200
+    assert len(response.json()["results"]) >= conversations
+
+
+@pytest.mark.parametrize("conversations", [3, 30])
+def test_conversation_messages_cost_constant_queries(
+    api: APIClient, django_assert_num_queries: Any, conversations: int
+) -> None:
+    long = factories.conversation_pieces(conversations * 2)
+    scores = [factories.score(p) for p in long[1::2]]
+    assert (
+        api.post(
+            "/api/v1/ingest/", {"message_pieces": long, "scores": scores}, format="json"
+        ).status_code
+        == 200
+    )
+    # key; conversation (+target dump); pieces (+dumps); converter uses; scores.
+    with django_assert_num_queries(5):
+        response = api.get(f"/api/v1/conversations/{long[0]['conversation_id']}/")
+    assert len(response.json()["messages"]) == conversations * 2
+
+
+def test_seeds_list_costs_constant_queries(
+    api: APIClient, django_assert_num_queries: Any, fixtures_dir: Any
+) -> None:
+    from tests.api.pyrit_fixtures import read_jsonl
+
+    seeds = read_jsonl(fixtures_dir / "pyrit-1.1" / "seeds.jsonl")
+    assert api.post("/api/v1/ingest/", {"seeds": seeds[:3]}, format="json").status_code == 200
+    with django_assert_num_queries(2):  # key; seeds joined with their groups
+        assert len(api.get("/api/v1/seeds/").json()["results"]) == 3
+    assert api.post("/api/v1/ingest/", {"seeds": seeds}, format="json").status_code == 200
+    with django_assert_num_queries(2):
+        assert len(api.get("/api/v1/seeds/").json()["results"]) == len(seeds)
