@@ -3,7 +3,8 @@
 Policy (documented in the README and the OpenAPI description):
 - An API key acts as its user and may do exactly what its scopes say: `ingest` (POST batches
   and media) and/or `read` (every GET endpoint). Revoked, expired or unknown keys get 401.
-- A browser (session) user may read. A session user may ingest only if they are staff; DRF's
+- A browser (session) user may read with a review role (reviewer or read-only), as on the
+  review pages. A session user may ingest only if they are staff; DRF's
   SessionAuthentication enforces CSRF for them, so a hostile page cannot post on their behalf.
 - Nothing is reachable anonymously.
 """
@@ -19,6 +20,7 @@ from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
 from redteam.models import ApiKey, ApiKeyScope
+from redteam.roles import VIEW_PERMISSION
 
 # `last_used_at` is bookkeeping; writing it on every request would add an UPDATE to each
 # single-message ingest, so it is refreshed at most this often.
@@ -78,9 +80,10 @@ def request_has_scope(request: Request, scope: str) -> bool:
     auth = getattr(request, "auth", None)
     if isinstance(auth, ApiKey):
         return auth.has_scope(scope)
-    # Session (browser) users.
+    # Session (browser) users read with a review role (the same permission the review pages
+    # need), so an account without one sees no memory through the API either.
     if scope == ApiKeyScope.READ:
-        return True
+        return bool(user.has_perm(VIEW_PERMISSION))
     return bool(scope == ApiKeyScope.INGEST and user.is_staff)
 
 

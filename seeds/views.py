@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from redteam.roles import viewer_required
 from seeds import services
 from seeds.forms import TemplatePreviewForm
 from seeds.models import Seed, SeedDataset
@@ -26,14 +27,14 @@ from seeds.templating import TemplateSyntaxProblem, render_strict, template_vari
 GROUPS_PER_PAGE = 50
 
 
-@login_required
+@viewer_required
 @require_GET
 def dataset_list(request: HttpRequest) -> HttpResponse:
     """All datasets with their seed and group counts."""
     return render(request, "seeds/dataset_list.html", {"datasets": datasets_for_list()})
 
 
-@login_required
+@viewer_required
 @require_GET
 def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A dataset's groups, each with its seeds in PyRIT's order (paginated by group)."""
@@ -42,7 +43,7 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "seeds/dataset_detail.html", {"dataset": dataset, "page": page})
 
 
-@login_required
+@viewer_required
 @require_GET
 def seed_preview(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     """Render one seed's value strictly in the sandbox with the parameters given (GET)."""

@@ -1,0 +1,117 @@
+"""Fixtures for the security tests: every role, and a small memory of real PyRIT rows."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+
+from redteam.models import ApiKey
+from redteam.roles import READ_ONLY_GROUP, REVIEWER_GROUP, ensure_roles
+
+# A 1x1 PNG.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+)
+
+
+@dataclass
+class Roles:
+    """Users and API keys for each role of the access matrix."""
+
+    keys: dict[str, str]  # role -> API key secret
+    users: dict[str, Any]  # role -> user (session roles)
+
+
+@pytest.fixture
+def roles(db: None) -> Roles:
+    """anonymous, read-only key, ingest-only key, revoked key, and session users by role."""
+    ensure_roles()
+    users_model = get_user_model()
+    owner = users_model.objects.create_user("key-owner")
+    keys = {
+        "read_key": ApiKey.objects.create_key(name="r", user=owner, scopes=["read"])[1],
+        "ingest_key": ApiKey.objects.create_key(name="i", user=owner, scopes=["ingest"])[1],
+    }
+    revoked, secret = ApiKey.objects.create_key(name="x", user=owner, scopes=["ingest", "read"])
+    revoked.revoked = True
+    revoked.save()
+    keys["revoked_key"] = secret
+    reviewer = users_model.objects.create_user("reviewer")
+    reviewer.groups.add(Group.objects.get(name=REVIEWER_GROUP))
+    readonly = users_model.objects.create_user("readonly")
+    readonly.groups.add(Group.objects.get(name=READ_ONLY_GROUP))
+    users = {
+        "norole_user": users_model.objects.create_user("norole"),
+        "readonly_user": readonly,
+        "reviewer": reviewer,
+        "staff": users_model.objects.create_superuser("staff", "staff@example.org", "pw"),
+    }
+    return Roles(keys=keys, users=users)
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+@dataclass
+class Memory:
+    """Ids of stored rows, to fill URL parameters with objects that exist."""
+
+    conversation_id: str
+    attack_result_id: str
+    objective_sha256: str
+    piece_id: str
+    score_id: str
+    identifier_hash: str
+    media_sha256: str
+    seed_id: str
+    dataset_pk: int
+
+
+@pytest.fixture
+def memory(db: None, fixtures_dir: Path) -> Memory:
+    """PyRIT 1.1's real run, ingested through the services, plus one media blob."""
+    from memory.models import AttackResult, ComponentIdentifier, MessagePiece
+    from redteam.ingest import ingest_batch
+    from redteam.media import store_media_bytes
+    from scoring.models import Score
+    from seeds.models import Seed, SeedDataset
+
+    base = fixtures_dir / "pyrit-1.1"
+    report = ingest_batch(
+        {
+            "conversations": _jsonl(base / "conversations.jsonl"),
+            "message_pieces": _jsonl(base / "pieces.jsonl"),
+            "scores": _jsonl(base / "scores.jsonl"),
+            "attack_results": _jsonl(base / "attack_results.jsonl"),
+            "seeds": _jsonl(base / "seeds.jsonl"),
+        }
+    )
+    assert report.errors == 0, [o for o in report.outcomes if o.status == "rejected"][:3]
+    blob = store_media_bytes(PNG, filename="x.png")
+    result = AttackResult.objects.order_by("pk").first()
+    assert result is not None
+    seed = Seed.objects.exclude(dataset=None).order_by("pk").first() or Seed.objects.first()
+    assert seed is not None
+    dataset = SeedDataset.objects.order_by("pk").first()
+    if dataset is None:
+        dataset = SeedDataset.objects.create(dataset_name="matrix")
+    return Memory(
+        conversation_id=str(result.conversation_id),
+        attack_result_id=str(result.attack_result_id),
+        objective_sha256=result.objective_sha256,
+        piece_id=str(MessagePiece.objects.order_by("pk").values_list("pk", flat=True)[0]),
+        score_id=str(Score.objects.order_by("pk").values_list("pk", flat=True)[0]),
+        identifier_hash=ComponentIdentifier.objects.order_by("pk").values_list("pk", flat=True)[0],
+        media_sha256=blob.sha256,
+        seed_id=str(seed.pk),
+        dataset_pk=dataset.pk,
+    )
