@@ -52,10 +52,13 @@ from scoring.tallies import (
     build_dashboard,
     refresh_outcome_tallies,
 )
+from seeds.models import SeedDataset
 
 MAX_OBJECTIVE_ATTEMPTS = 24
-# The URL name of h3's "promote a piece to a seed" endpoint, when the seeds app has one.
+# The seeds app's "promote a piece to a seed" endpoint (POST piece_id, dataset_name, ...).
 PROMOTE_URL_NAME = "seeds:promote_piece"
+PROMOTE_PERMISSION = "seeds.add_seed"
+MAX_DATASET_SUGGESTIONS = 200
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,12 +97,20 @@ def _tree(dump: IdentifierDump | None) -> TreeNode | None:
     return parse_dump(dump.dump_json) if dump is not None else None
 
 
-def _promote_url_available() -> bool:
+def _promote_context(user: Any) -> dict[str, Any]:
+    """The seeds app's promote-a-piece form target and dataset names (one query), if allowed."""
+    if not user.has_perm(PROMOTE_PERMISSION):
+        return {}
     try:
-        reverse(PROMOTE_URL_NAME, args=[uuid.UUID(int=0)])
-    except NoReverseMatch:
-        return False
-    return True
+        url = reverse(PROMOTE_URL_NAME)
+    except NoReverseMatch:  # the seeds pages are not installed
+        return {}
+    names = list(
+        SeedDataset.objects.order_by("dataset_name").values_list("dataset_name", flat=True)[
+            :MAX_DATASET_SUGGESTIONS
+        ]
+    )
+    return {"promote_url": url, "seed_datasets": names}
 
 
 class VerdictForm(forms.Form):
@@ -226,8 +237,7 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
         "legacy_attack_tree": legacy_attack_tree,
         "can_verdict": can_verdict,
         "verdict_form": VerdictForm(initial={"verdict": "true"}),
-        "promote_available": _promote_url_available() and can_verdict,
-        "promote_url_name": PROMOTE_URL_NAME,
+        **_promote_context(request.user),
         **_queue_neighbours(request, results[0] if results else None),
     }
     return render(request, "scoring/conversation_detail.html", context)
