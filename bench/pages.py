@@ -286,7 +286,7 @@ class Generator:
             }
             outcome = self.rng.choice(OUTCOMES)
             error_piece = self.rng.random() < 0.01
-            pieces = []
+            pieces: list[dict[str, Any]] = []
             for seq in range(PIECES_PER_CONVERSATION):
                 k = self.rng.randrange(len(self.texts))
                 pid = self._uuid()
@@ -515,6 +515,7 @@ def sample_urls() -> dict[str, str]:
     total = Conversation.objects.count()
     middle = Conversation.objects.order_by("conversation_id")[total // 2]
     last = list(conversations_for_list()[:DEFAULT_PAGE_SIZE])[-1]
+    assert last.last_timestamp is not None
     cursor = encode_cursor("n", last.last_timestamp, last.conversation_id)
     return {"conversation": middle.conversation_id, "cursor": cursor}
 

@@ -201,7 +201,7 @@ def _day_bound(d: date, end: bool) -> datetime:
 class MultiValueFilter(df.Filter):
     """Base for repeatable filters: skip when no value was given."""
 
-    field_class = MultiValueCharField
+    field_class: type[forms.Field] = MultiValueCharField
 
     def filter(self, qs: QuerySet[Any], value: Any) -> QuerySet[Any]:
         """Apply ``self.method``-free filtering in subclasses; no values means no filter."""

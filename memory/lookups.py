@@ -7,6 +7,7 @@ unindexed equivalent (``json_each``, ``LIKE``), which is fine at SQLite's scale.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from django.contrib.postgres.search import SearchQuery, SearchVectorField
@@ -39,7 +40,7 @@ class _JSONPredicate(Expression):
         """The JSON column."""
         return [self.lhs]
 
-    def set_source_expressions(self, exprs: list[Any]) -> None:
+    def set_source_expressions(self, exprs: Sequence[Any]) -> None:
         """Replace the JSON column (after resolution)."""
         (self.lhs,) = exprs
 
@@ -61,43 +62,43 @@ class JSONHasElement(_JSONPredicate):
     """True when a JSON list column contains the given string element."""
 
     def as_sql(
-        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
-    ) -> tuple[str, list[Any]]:
+        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper
+    ) -> tuple[str, tuple[Any, ...]]:
         """SQLite (and generic): an EXISTS over json_each."""
         lhs, params = compiler.compile(self.lhs)
         return (
             f"EXISTS (SELECT 1 FROM json_each({lhs}) AS je WHERE je.value = %s)",
-            [*params, self.args[0]],
+            (*params, self.args[0]),
         )
 
     def as_postgresql(
-        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
-    ) -> tuple[str, list[Any]]:
+        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper
+    ) -> tuple[str, tuple[Any, ...]]:
         """PostgreSQL: jsonb containment, served by a GIN index."""
         lhs, params = compiler.compile(self.lhs)
-        return f"{lhs} @> %s::jsonb", [*params, json.dumps([self.args[0]])]
+        return f"{lhs} @> %s::jsonb", (*params, json.dumps([self.args[0]]))
 
 
 class JSONHasKeyValue(_JSONPredicate):
     """True when a JSON object column maps the key to the given string value."""
 
     def as_sql(
-        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
-    ) -> tuple[str, list[Any]]:
+        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper
+    ) -> tuple[str, tuple[Any, ...]]:
         """SQLite (and generic): json_extract on a quoted path, so dots in keys are literal."""
         lhs, params = compiler.compile(self.lhs)
         path = "$." + json.dumps(self.args[0])
         return (
             f"(json_type({lhs}, %s) = 'text' AND json_extract({lhs}, %s) = %s)",
-            [*params, path, *params, path, self.args[1]],
+            (*params, path, *params, path, self.args[1]),
         )
 
     def as_postgresql(
-        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
-    ) -> tuple[str, list[Any]]:
+        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper
+    ) -> tuple[str, tuple[Any, ...]]:
         """PostgreSQL: jsonb containment, served by a GIN index."""
         lhs, params = compiler.compile(self.lhs)
-        return f"{lhs} @> %s::jsonb", [*params, json.dumps({self.args[0]: self.args[1]})]
+        return f"{lhs} @> %s::jsonb", (*params, json.dumps({self.args[0]: self.args[1]}))
 
 
 class PieceSearchDocument(Expression):
@@ -114,14 +115,17 @@ class PieceSearchDocument(Expression):
         """Both value columns."""
         return [self.original, self.converted]
 
-    def set_source_expressions(self, exprs: list[Any]) -> None:
+    def set_source_expressions(self, exprs: Sequence[Any]) -> None:
         """Replace both value columns (after resolution)."""
         self.original, self.converted = exprs
 
-    def as_sql(
-        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper, **extra: Any
+    def as_sql(  # type: ignore[override]
+        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper
     ) -> tuple[str, list[Any]]:
-        """The exact expression indexed by migration 0002 (constants inlined, not bound)."""
+        """The exact expression indexed by migration 0002 (constants inlined, not bound).
+
+        Params are a list: django.contrib.postgres's @@ lookup concatenates them with a list.
+        """
         original, p1 = compiler.compile(self.original)
         converted, p2 = compiler.compile(self.converted)
         sql = search_document_sql(original, converted)

@@ -15,6 +15,7 @@ from django.core.files.storage import default_storage
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
@@ -222,7 +223,7 @@ def identifier_diff(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @viewer_required
-def media(request: HttpRequest, sha256: str) -> HttpResponse:
+def media(request: HttpRequest, sha256: str) -> HttpResponseBase:
     """Uploaded media bytes by sha256, inline only for safe image/audio/video types."""
     if not SHA256_RE.match(sha256):
         raise Http404("Not a sha256.")

@@ -15,7 +15,8 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 
 REVIEWER_GROUP = "reviewer"
 READ_ONLY_GROUP = "read-only"
@@ -88,11 +89,11 @@ def ensure_roles_after_migrate(sender: Any, **kwargs: Any) -> None:
         ensure_roles()
 
 
-def viewer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def viewer_required(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:
     """Login required (redirect), then the view permission (403 when missing)."""
 
     @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if not request.user.has_perm(VIEW_PERMISSION):
             raise PermissionDenied("Your account has no review role.")
         return view(request, *args, **kwargs)

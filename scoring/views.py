@@ -246,7 +246,7 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
 def _conversation_trees(conversation: Any, pieces: list[Any]) -> tuple[TreeNode | None, Any]:
     """The target tree (1.x Conversation or 0.13 pieces) and a 0.13 piece-level attack tree."""
     target = _tree(conversation.target_dump)
-    wanted = set()
+    wanted: set[str] = set()
     if target is None:
         wanted.update(p.target_dump_id for p in pieces if p.target_dump_id)
     wanted.update(p.attack_dump_id for p in pieces if p.attack_dump_id)
