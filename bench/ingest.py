@@ -1,0 +1,513 @@
+"""Ingestion benchmark on PostgreSQL: HTTP batch ingest vs raw COPY, and single-message rates.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench .venv/bin/python bench/ingest.py
+
+What it does, in one run on one machine:
+1. (Re)creates the scratch database (its name must start with "bench"), migrates it, makes a
+   user and an ingest API key, and starts gunicorn on 127.0.0.1 (DEBUG off).
+2. Stores 10k pieces, then measures single-message requests/s: one message (one piece) per
+   request, as an attack loop sends them, from a few concurrent clients.
+3. Ingests 100k pieces through POST /api/v1/ingest/ in batches (bodies encoded beforehand, so
+   the client's own JSON work is not timed) and reports pieces/s.
+   Alternating with it, in rounds, COPYs the same rows (already encoded as COPY text) into a
+   scratch table created `LIKE memory_messagepiece INCLUDING ALL` (same columns, indexes and
+   constraints, no app logic) and reports rows/s.
+4. Fills the table up to 200k stored pieces and measures the single-message rate again.
+5. Prints the rates and the ratios.
+
+Budgets (DESIGN.md): batch ingest >= 40% of COPY; single-message rate at 200k within 20% of
+the rate at 10k. The exit status is 1 when a budget is missed (after printing everything).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import http.client
+import io
+import json
+import os
+import queue
+import random
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/bench"
+WORDS = [
+    "lock",
+    "pin",
+    "tumbler",
+    "plug",
+    "spring",
+    "key",
+    "shear",
+    "line",
+    "tension",
+    "wrench",
+    "rake",
+    "pick",
+    "security",
+    "door",
+    "cylinder",
+    "bypass",
+    "explain",
+    "how",
+    "to",
+    "the",
+    "a",
+    "of",
+    "and",
+    "with",
+    "without",
+    "tool",
+    "attack",
+    "model",
+    "target",
+]
+ROT13 = {
+    "class_name": "ROT13Converter",
+    "class_module": "pyrit.converter.rot13_converter",
+    "hash": "edd5b3f9a6739c78ea52ce7da50cb7d4094f3fc57b85a809da0c1da4ae82a073",
+    "pyrit_version": "1.1.0",
+    "word_selection_strategy": "AllWordsSelectionStrategy",
+    "word_split_separator": " ",
+    "supported_input_types": ["text"],
+    "supported_output_types": ["text"],
+}
+PIECES_PER_CONVERSATION = 10
+
+
+# --- data --------------------------------------------------------------------------------
+
+
+class PieceFactory:
+    """Deterministic, realistic 1.x MessagePiece dicts: 10-piece user/assistant conversations."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.clock = datetime(2026, 11, 22, tzinfo=UTC)
+
+    def _uuid(self) -> str:
+        return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+
+    def _text(self) -> str:
+        return " ".join(self.rng.choice(WORDS) for _ in range(self.rng.randint(20, 60)))
+
+    def piece(self, conversation_id: str, sequence: int) -> dict[str, Any]:
+        """One piece; user turns went through a ROT13 converter."""
+        role = "user" if sequence % 2 == 0 else "assistant"
+        self.clock += timedelta(microseconds=self.rng.randint(500, 5000))
+        original = self._text()
+        converted = original.translate(_ROT13_TABLE) if role == "user" else original
+        piece_id = self._uuid()
+        return {
+            "id": piece_id,
+            "role": role,
+            "conversation_id": conversation_id,
+            "sequence": sequence,
+            "timestamp": self.clock.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "original_value": original,
+            "original_value_data_type": "text",
+            "original_value_sha256": hashlib.sha256(original.encode()).hexdigest(),
+            "converted_value": converted,
+            "converted_value_data_type": "text",
+            "converted_value_sha256": hashlib.sha256(converted.encode()).hexdigest(),
+            "response_error": "none",
+            "original_prompt_id": piece_id,
+            "prompt_metadata": {"turn": sequence // 2 + 1} if role == "user" else {},
+            "converter_identifiers": [ROT13] if role == "user" else [],
+        }
+
+    def pieces(self, n: int) -> list[dict[str, Any]]:
+        """n pieces in whole conversations (n is rounded up to a multiple of 10)."""
+        out: list[dict[str, Any]] = []
+        while len(out) < n:
+            conversation_id = self._uuid()
+            out.extend(self.piece(conversation_id, s) for s in range(PIECES_PER_CONVERSATION))
+        return out
+
+
+_ROT13_TABLE = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
+)
+
+
+def batches(items: Sequence[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    """Consecutive slices of `size` (pieces of one message always share a slice here)."""
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
+
+
+# --- environment -------------------------------------------------------------------------
+
+
+def database_url() -> str:
+    """DATABASE_URL, defaulting to the local bench database."""
+    return os.environ.get("DATABASE_URL") or DEFAULT_URL
+
+
+def recreate_database(url: str) -> None:
+    """Drop and create the scratch database named in `url` (refuses other names)."""
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    if not name.startswith("bench"):
+        raise SystemExit(
+            f"Refusing to recreate {name!r}: the bench database name must start with 'bench'."
+        )
+    admin = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
+        )
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def server_env(url: str) -> dict[str, str]:
+    """The environment of the Django processes: production-like settings on plain HTTP."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "DATABASE_URL": url,
+            "DEBUG": "0",
+            "SECRET_KEY": "bench-only-" + "x" * 40,
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "SECURE_SSL_REDIRECT": "0",
+            "SESSION_COOKIE_SECURE": "0",
+            "CSRF_COOKIE_SECURE": "0",
+            "LOG_LEVEL": "ERROR",
+            "CONN_MAX_AGE": "600",
+        }
+    )
+    return env
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    """Run manage.py and return its stdout."""
+    done = subprocess.run(
+        [PYTHON, str(ROOT / "manage.py"), *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"manage.py {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+@dataclass
+class Server:
+    """A gunicorn process serving the project on 127.0.0.1:port."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+
+    def stop(self) -> None:
+        """Terminate gunicorn (the process this script started) and wait for it."""
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def start_server(env: dict[str, str], port: int, workers: int) -> Server:
+    """Start gunicorn and wait until /health/ answers (bounded: 60 s)."""
+    gunicorn = str(Path(PYTHON).parent / "gunicorn")
+    process = subprocess.Popen(
+        [
+            gunicorn,
+            "redteam.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--timeout",
+            "300",
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        cwd=ROOT,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit("gunicorn exited during startup")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", "/health/")
+            if conn.getresponse().status == 200:
+                return Server(process, port)
+        except OSError:
+            pass
+        time.sleep(0.2)
+    process.kill()
+    raise SystemExit("gunicorn did not answer /health/ within 60 s")
+
+
+# --- HTTP load ---------------------------------------------------------------------------
+
+
+def post_all(port: int, key: str, bodies: Sequence[bytes], clients: int) -> tuple[float, int]:
+    """POST every body to /api/v1/ingest/ from `clients` keep-alive connections.
+
+    Returns (seconds, items stored). Any non-200 answer or rejected item aborts the run.
+    """
+    work: queue.Queue[bytes] = queue.Queue()
+    for body in bodies:
+        work.put(body)
+    stored = [0] * clients
+    errors: list[str] = []
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+
+    def worker(slot: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+        while not errors:
+            try:
+                body = work.get_nowait()
+            except queue.Empty:
+                break
+            conn.request("POST", "/api/v1/ingest/", body=body, headers=headers)
+            response = conn.getresponse()
+            data = response.read()
+            if response.status != 200:
+                errors.append(f"HTTP {response.status}: {data[:500]!r}")
+                break
+            stored[slot] += json.loads(data)["stored"]
+        conn.close()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    if errors:
+        raise SystemExit(f"ingest failed: {errors[0]}")
+    return elapsed, sum(stored)
+
+
+def single_message_bodies(factory: PieceFactory, n: int) -> list[bytes]:
+    """n request bodies holding one message each, conversation after conversation."""
+    return [
+        json.dumps({"message_pieces": [p]}, separators=(",", ":")).encode()
+        for p in factory.pieces(n)[:n]
+    ]
+
+
+def batch_bodies(pieces: Sequence[dict[str, Any]], size: int) -> list[bytes]:
+    """Pre-encoded batch bodies (the client's JSON work is not part of the measurement)."""
+    return [
+        json.dumps({"message_pieces": b}, separators=(",", ":")).encode()
+        for b in batches(pieces, size)
+    ]
+
+
+# --- COPY baseline -----------------------------------------------------------------------
+
+
+def _copy_text(value: Any) -> str:
+    if value is None:
+        return "\\N"
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+COPY_COLUMNS = (
+    "id",
+    "conversation_id",
+    "sequence",
+    "role",
+    "timestamp",
+    "original_value",
+    "original_value_data_type",
+    "original_value_sha256",
+    "converted_value",
+    "converted_value_data_type",
+    "converted_value_sha256",
+    "response_error",
+    "original_prompt_id",
+    "prompt_metadata",
+    "pyrit_version",
+    "source_shape",
+    "ingested_at",
+)
+
+
+def copy_buffer(pieces: Sequence[dict[str, Any]]) -> bytes:
+    """The pieces as PostgreSQL COPY text for COPY_COLUMNS, built before timing."""
+    now = datetime.now(UTC).isoformat()
+    lines = io.StringIO()
+    for p in pieces:
+        row = [p[c] for c in COPY_COLUMNS[:14]] + [None, "1.x", now]
+        lines.write("\t".join(_copy_text(v) for v in row))
+        lines.write("\n")
+    return lines.getvalue().encode()
+
+
+class CopyBaseline:
+    """A scratch table shaped LIKE memory_messagepiece INCLUDING ALL, filled by raw COPY."""
+
+    def __init__(self, url: str) -> None:
+        self.conn = psycopg.connect(url)
+        self.conn.execute("DROP TABLE IF EXISTS bench_copy_scratch")
+        self.conn.execute(
+            "CREATE TABLE bench_copy_scratch (LIKE memory_messagepiece INCLUDING ALL)"
+        )
+        self.conn.commit()
+
+    def copy(self, pieces: Sequence[dict[str, Any]]) -> float:
+        """COPY the rows (encoded before timing) and commit; returns the seconds taken."""
+        data = copy_buffer(pieces)
+        start = time.perf_counter()
+        with (
+            self.conn.cursor() as cur,
+            cur.copy(f"COPY bench_copy_scratch ({', '.join(COPY_COLUMNS)}) FROM STDIN") as copy,
+        ):
+            for offset in range(0, len(data), 1 << 20):
+                copy.write(data[offset : offset + (1 << 20)])
+        self.conn.commit()
+        return time.perf_counter() - start
+
+    def close(self) -> int:
+        """Count the copied rows, drop the table, close; returns the count."""
+        row = self.conn.execute("SELECT count(*) FROM bench_copy_scratch").fetchone()
+        self.conn.execute("DROP TABLE bench_copy_scratch")
+        self.conn.commit()
+        self.conn.close()
+        return int(row[0]) if row else 0
+
+
+def stored_pieces(url: str) -> int:
+    """Rows in memory_messagepiece."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT count(*) FROM memory_messagepiece").fetchone()
+        conn.execute("ANALYZE")
+    return int(row[0]) if row else 0
+
+
+# --- main ----------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run every phase and print the table; exit 1 if a budget is missed."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pieces", type=int, default=100_000, help="batch-ingested pieces")
+    parser.add_argument("--batch-size", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=(os.cpu_count() or 2))
+    parser.add_argument("--clients", type=int, default=(os.cpu_count() or 2))
+    parser.add_argument("--small", type=int, default=10_000, help="first single-message point")
+    parser.add_argument("--large", type=int, default=200_000, help="second single-message point")
+    parser.add_argument("--single-requests", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=5, help="COPY/HTTP alternations")
+    parser.add_argument("--port", type=int, default=8195)
+    args = parser.parse_args(argv)
+
+    url = database_url()
+    print(f"database: {urlsplit(url)._replace(netloc=urlsplit(url).hostname or '').geturl()}")
+    recreate_database(url)
+    env = server_env(url)
+    manage(env, "migrate", "--noinput", "-v0")
+    manage(
+        env,
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import User; User.objects.get_or_create(username='bench')",
+    )
+    key = manage(env, "create_api_key", "--user", "bench", "--scopes", "ingest").strip()
+
+    factory = PieceFactory(seed=20261122)
+    print("generating pieces ...", flush=True)
+    filler_small = factory.pieces(args.small)
+    measured = factory.pieces(args.pieces)
+    single_small = single_message_bodies(factory, args.single_requests)
+    single_large = single_message_bodies(factory, args.single_requests)
+    stored_before_large = args.small + args.single_requests + args.pieces
+    filler_large = factory.pieces(max(0, args.large - stored_before_large))
+    bodies_small = batch_bodies(filler_small, args.batch_size)
+    bodies_large = batch_bodies(filler_large, args.batch_size)
+
+    server = start_server(env, args.port, args.workers)
+    results: dict[str, Any] = {}
+    try:
+        post_all(args.port, key, bodies_small, args.clients)
+        at_small = stored_pieces(url)
+        seconds, stored = post_all(args.port, key, single_small, args.clients)
+        results["single_small"] = (at_small, stored / seconds)
+
+        # HTTP batches and the COPY baseline alternate in rounds, so that load from anything
+        # else on the machine weighs on both alike.
+        baseline = CopyBaseline(url)
+        http_seconds = copy_seconds = 0.0
+        stored = 0
+        rounds = max(1, args.rounds)
+        per_round = -(-len(measured) // rounds)
+        for r in range(rounds):
+            chunk = measured[r * per_round : (r + 1) * per_round]
+            copy_seconds += baseline.copy(chunk)
+            seconds, n = post_all(
+                args.port, key, batch_bodies(chunk, args.batch_size), args.clients
+            )
+            http_seconds += seconds
+            stored += n
+        copied = baseline.close()
+        if stored != len(measured) or copied != len(measured):
+            raise SystemExit(f"stored {stored} and copied {copied} of {len(measured)} pieces")
+        results["batch"] = (stored, http_seconds)
+        results["copy"] = (copied, copy_seconds)
+
+        post_all(args.port, key, bodies_large, args.clients)
+        at_large = stored_pieces(url)
+        seconds, stored = post_all(args.port, key, single_large, args.clients)
+        results["single_large"] = (at_large, stored / seconds)
+    finally:
+        server.stop()
+
+    batch_rate = results["batch"][0] / results["batch"][1]
+    copy_pieces_rate = results["copy"][0] / results["copy"][1]
+    ratio = batch_rate / copy_pieces_rate
+    small_at, small_rate = results["single_small"]
+    large_at, large_rate = results["single_large"]
+    flatness = large_rate / small_rate
+
+    print()
+    print(f"{'measure':<58} {'value':>14}")
+    print("-" * 73)
+    print(
+        f"{'raw COPY into LIKE memory_messagepiece INCLUDING ALL':<58} "
+        f"{copy_pieces_rate:>10,.0f} /s"
+    )
+    print(
+        f"{f'HTTP batch ingest ({args.batch_size}/request, {args.clients} clients)':<58} "
+        f"{batch_rate:>10,.0f} /s"
+    )
+    print(f"{'batch ingest / COPY (budget >= 40%)':<58} {ratio:>13.1%}")
+    print(f"{f'single-message requests at {small_at:,} stored pieces':<58} {small_rate:>10,.0f} /s")
+    print(f"{f'single-message requests at {large_at:,} stored pieces':<58} {large_rate:>10,.0f} /s")
+    print(f"{'single-message rate, large / small (budget >= 80%)':<58} {flatness:>13.1%}")
+    ok = ratio >= 0.40 and flatness >= 0.80
+    print("budgets: " + ("met" if ok else "MISSED"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
