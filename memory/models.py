@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db import models
 
+from memory.textview import visible_json
 from redteam.choices import (
     CONVERSATION_TYPE_CHOICES,
     DATA_TYPE_CHOICES,
@@ -332,6 +333,11 @@ class AttackResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.attack_class or 'attack'} {self.outcome} {self.attack_result_id}"
+
+    @property
+    def metadata_json(self) -> str:
+        """metadata as indented JSON for display, invisible characters escaped."""
+        return visible_json(self.metadata)
 
 
 class ConversationReference(models.Model):

@@ -5,13 +5,19 @@ Templates only loop over these and autoescape; nothing here builds HTML.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from memory.models import MessagePiece, PieceConverter
 from memory.reassembly import group_by_sequence
-from memory.textview import DisplayText, TextDiff, display_text, pretty_json, word_diff
+from memory.textview import (
+    DisplayText,
+    TextDiff,
+    display_text,
+    pretty_json,
+    visible_json,
+    word_diff,
+)
 from redteam.models import MediaBlob
 
 # Browsers render these from our origin; anything else is offered as a download.
@@ -66,7 +72,7 @@ class PieceView:
     @property
     def metadata_json(self) -> str:
         """prompt_metadata as indented JSON."""
-        return json.dumps(self.piece.prompt_metadata, indent=2, ensure_ascii=False, default=str)
+        return visible_json(self.piece.prompt_metadata)
 
     @property
     def differs(self) -> bool:

@@ -119,13 +119,31 @@ def display_text(text: str, limit: int = MAX_DISPLAY_CHARS) -> DisplayText:
     )
 
 
+def _json_escape(ch: str) -> str:
+    cp = ord(ch)
+    if cp <= 0xFFFF:
+        return f"\\u{cp:04x}"
+    cp -= 0x10000  # outside the BMP JSON spells a surrogate pair
+    return f"\\u{0xD800 + (cp >> 10):04x}\\u{0xDC00 + (cp & 0x3FF):04x}"
+
+
+def visible_json(value: object, *, indent: int | None = 2, sort_keys: bool = False) -> str:
+    """JSON text for display: Unicode kept, but invisible characters (tags, bidi overrides,
+    zero-width) written as \\u escapes, so they can neither hide nor reorder what is shown.
+    The result is still valid JSON for the same value."""
+    text = json.dumps(value, indent=indent, ensure_ascii=False, sort_keys=sort_keys, default=str)
+    if text.isascii():
+        return text
+    return "".join(_json_escape(ch) if is_invisible(ch) else ch for ch in text)
+
+
 def pretty_json(text: str) -> str | None:
     """Indented JSON for function and tool calls; None when the value is not JSON."""
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
         return None
-    return json.dumps(value, indent=2, ensure_ascii=False)
+    return visible_json(value)
 
 
 @dataclass

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory.textview import visible_json
+
 # Keys of the flat shape that are structure, not params.
 STRUCTURAL_KEYS = frozenset(
     {"class_name", "class_module", "hash", "pyrit_version", "eval_hash", "children", "attributes"}
@@ -21,8 +23,9 @@ MAX_DEPTH = 12
 
 
 def json_text(value: Any) -> str:
-    """A param value as JSON text: ints and floats stay distinct (1 vs 1.0), Unicode kept."""
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    """A param value as JSON text: ints and floats stay distinct (1 vs 1.0), Unicode kept
+    (invisible characters escaped, see textview.visible_json)."""
+    return visible_json(value, indent=None, sort_keys=True)
 
 
 @dataclass
