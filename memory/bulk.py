@@ -72,14 +72,16 @@ def bulk_update(model: type[models.Model], objs: Sequence[models.Model], fields:
     meta = model._meta
     targets = [meta.get_field(name) for name in fields]
     quote = connection.ops.quote_name
-    assignments = ", ".join(f"{quote(f.column)} = %s" for f in targets)  # type: ignore[union-attr]
-    sql = f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s"  # type: ignore[union-attr]
+    assignments = ", ".join(f"{quote(str(f.column))} = %s" for f in targets)  # type: ignore[union-attr]
+    pk = meta.pk
+    assert pk is not None
+    sql = f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(str(pk.column))} = %s"
     rows = [
         [
             f.get_db_prep_save(getattr(obj, f.attname), connection)  # type: ignore[union-attr]
             for f in targets
         ]
-        + [meta.pk.get_db_prep_save(obj.pk, connection)]  # type: ignore[union-attr]
+        + [pk.get_db_prep_save(obj.pk, connection)]
         for obj in objs
     ]
     with connection.cursor() as cursor:
@@ -129,7 +131,7 @@ def insert_rows(model: type[models.Model], rows: Sequence[Mapping[str, Any]]) ->
         return
     fields = _insert_fields(model)
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(f.column) for f in fields)
+    columns = ", ".join(quote(str(f.column)) for f in fields)
     sql = f"COPY {quote(model._meta.db_table)} ({columns}) FROM STDIN"
     specs = _column_specs(fields, timezone.now())
     dumps = json.dumps

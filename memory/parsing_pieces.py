@@ -348,7 +348,7 @@ def _parse_scorable(r: _Reader, value: Any) -> dict[str, Any] | None:
         r.error("scorable", f"Must be an object or null, not {_type_name(value)}.")
         return None
     kind = value.get("scorable_type")
-    if kind not in SCORABLE_KEYS:
+    if not isinstance(kind, str) or kind not in SCORABLE_KEYS:
         r.error("scorable.scorable_type", f"{kind!r} is not one of {', '.join(SCORABLE_KEYS)}.")
         return None
     for key in value:

@@ -9,7 +9,7 @@ losing a summary update, and cannot deadlock.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from django.apps import apps
 from django.utils.module_loading import import_string
@@ -18,7 +18,7 @@ from memory.bulk import bulk_insert
 from memory.models import Conversation
 from memory.parsing import canonical
 from memory.parsing_pieces import ParsedScore
-from redteam.outcomes import FieldError, ItemOutcome
+from redteam.outcomes import FieldError, ItemOutcome, ItemStatus
 
 KIND_CONVERSATIONS = "conversations"
 KIND_PIECES = "message_pieces"
@@ -55,6 +55,13 @@ def store_embedded_scores(scores: Sequence[ParsedScore]) -> list[ItemOutcome] | 
 
 
 # --- shared helpers ------------------------------------------------------------------------
+
+
+def outcome_status(errors: Sequence[FieldError], status: str | None) -> ItemStatus:
+    """An item's final status: rejected when it has errors or was never decided."""
+    if errors or status not in ("stored", "unchanged"):
+        return "rejected"
+    return cast(ItemStatus, status)
 
 
 def first_difference(

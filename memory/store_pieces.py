@@ -23,6 +23,7 @@ from memory.store_common import (
     first_difference,
     item_id,
     lock_conversations,
+    outcome_status,
     prefixed,
     resolve_duplicates,
     store_embedded_scores,
@@ -239,7 +240,7 @@ def store_pieces(
             kind,
             i,
             item_id(parsed[i]),
-            "rejected" if errors[i] else status.get(i, "rejected"),
+            outcome_status(errors[i], status.get(i)),
             errors[i],
         )
         for i in range(n)
@@ -259,7 +260,7 @@ def _decide_pieces(
     """Compare candidates with stored rows, then insert the new ones (see _store_pieces)."""
     conversation_ids = {parsed[i].row["conversation_id"] for i in candidates}
     conversations = lock_conversations(conversation_ids)
-    ids = [parsed[i].id for i in candidates]
+    ids = [pid for i in candidates if (pid := parsed[i].id) is not None]
     sequences = sorted({parsed[i].row["sequence"] for i in candidates})
     # Two index lookups in one statement (primary key; conversation+sequence): an OR of the
     # two conditions would make PostgreSQL scan the table.
@@ -284,7 +285,7 @@ def _decide_pieces(
 
     for i in candidates:
         piece = parsed[i]
-        old = stored_by_id.get(piece.id)
+        old = stored_by_id.get(piece.id) if piece.id is not None else None
         if old is not None:
             old_row = _stored_piece_compare(old, stored_converters[old.id])
             diff = first_difference(_piece_compare(piece), old_row, _piece_fields(piece))
@@ -410,7 +411,9 @@ def store_conversations(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]
             changed.append(conv)
             status[i] = "stored"
         store_identifier_uses(
-            parsed[i].target for i in valid if status.get(i) == "stored" and parsed[i].target
+            target
+            for i in valid
+            if status.get(i) == "stored" and (target := parsed[i].target) is not None
         )
         bulk_update(
             Conversation,
@@ -429,7 +432,7 @@ def store_conversations(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]
             KIND_CONVERSATIONS,
             i,
             item_id(c, "conversation_id"),
-            "rejected" if errors[i] else status.get(i, "rejected"),
+            outcome_status(errors[i], status.get(i)),
             errors[i],
         )
         for i, c in enumerate(parsed)

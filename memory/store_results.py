@@ -21,6 +21,7 @@ from memory.store_common import (
     first_difference,
     item_id,
     lock_conversations,
+    outcome_status,
     prefixed,
     resolve_duplicates,
     store_embedded_scores,
@@ -143,7 +144,7 @@ def store_attack_results(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome
             KIND_ATTACK_RESULTS,
             i,
             item_id(r, "attack_result_id"),
-            "rejected" if errors[i] else status.get(i, "rejected"),
+            outcome_status(errors[i], status.get(i)),
             errors[i],
         )
         for i, r in enumerate(parsed)
@@ -175,18 +176,18 @@ def _decide_results(
         latest_result_timestamp=Subquery(latest.values("timestamp")[:1]),
         has_results=Exists(latest),
     )
-    ids = [parsed[i].id for i in valid]
+    ids = [rid for i in valid if (rid := parsed[i].id) is not None]
     stored = {r.pk: r for r in AttackResult.objects.filter(pk__in=ids)}
     related: dict[uuid.UUID, list[dict[str, Any]]] = {pk: [] for pk in stored}
     if stored:
         for ref in ConversationReference.objects.filter(attack_result_id__in=list(stored)).values(
             "attack_result_id", "conversation_id", "conversation_type", "description"
         ):
-            related[ref["attack_result_id"]].append(ref)
+            related[ref["attack_result_id"]].append(dict(ref))
     new: list[ParsedAttackResult] = []
     for i in valid:
         result = parsed[i]
-        old = stored.get(result.id)
+        old = stored.get(result.id) if result.id is not None else None
         if old is None:
             new.append(result)
             status[i] = "stored"

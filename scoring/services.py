@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
@@ -24,7 +24,7 @@ from memory.parsing import ParsedIdentifier, canonical, parse_identifier
 from memory.parsing_pieces import ParsedScore, parse_score
 from redteam.audit import record_audit
 from redteam.identifiers import LINE_PYRIT_VERSIONS, ComponentIdentifier
-from redteam.outcomes import FieldError, ItemOutcome
+from redteam.outcomes import FieldError, ItemOutcome, ItemStatus
 from redteam.roles import can_record_verdicts
 from scoring.models import Score, ScoreSource
 from scoring.review import effective_outcome
@@ -67,7 +67,7 @@ def _row(score: ParsedScore) -> dict[str, Any]:
 
 def _outcome(score: ParsedScore, index: int, status: str, errors: list[FieldError]) -> ItemOutcome:
     item_id = str(score.id) if score.id is not None else score.raw_id
-    return ItemOutcome(KIND_SCORES, index, item_id, status, errors)  # type: ignore[arg-type]
+    return ItemOutcome(KIND_SCORES, index, item_id, cast(ItemStatus, status), errors)
 
 
 def store_parsed_scores(parsed: Sequence[ParsedScore]) -> list[ItemOutcome]:
@@ -93,7 +93,7 @@ def store_parsed_scores(parsed: Sequence[ParsedScore]) -> list[ItemOutcome]:
         new: list[ParsedScore] = []
         for i in valid:
             score = parsed[i]
-            old = stored.get(score.id)
+            old = stored.get(score.id) if score.id is not None else None
             if old is None:
                 new.append(score)
                 status[i] = "stored"
