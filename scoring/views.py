@@ -501,7 +501,8 @@ FILTER_PARAMS = {
 def dashboard(request: HttpRequest) -> HttpResponse:
     """Attack success by harm category, attack, converter, target and a chosen label."""
     # Queries: session, user, permissions (2); snapshot; tallies of the shown dimensions;
-    # label keys; results and verdicts newer than the snapshot.
+    # label keys; results re-reviewed since the snapshot; results newer than the snapshot
+    # or re-reviewed.
     if request.method == "POST":
         if not can_record_verdicts(request.user):
             raise PermissionDenied("Refreshing the dashboard needs the reviewer role.")

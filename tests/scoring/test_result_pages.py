@@ -269,7 +269,8 @@ def test_dashboard_query_count_is_constant(
         make_score(attack_result=result, source="human", reviewer=reviewer, value="true")
     _results(n)
     # session, user, 2 permissions; snapshot; tallies of the shown dimensions; label keys;
-    # results and verdicts newer than the snapshot (with their latest verdicts).
-    with django_assert_num_queries(8):
+    # ids of results re-reviewed since the snapshot; results newer than the snapshot or
+    # re-reviewed (with their latest verdicts).
+    with django_assert_num_queries(9):
         response = reviewer_client.get(reverse("scoring:dashboard") + "?label_key=operation")
     assert response.context["data"].live_results == 2 * n
