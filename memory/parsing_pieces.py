@@ -26,6 +26,7 @@ from memory.parsing import (
     parse_identifier,
     raw_id,
 )
+from memory.reassembly import NULL_CONVERTED_VALUE
 from memory.shapes import (
     LEGACY_PIECE_ONLY,
     PIECE_KEYS_013,
@@ -122,7 +123,7 @@ def parse_piece(item: Any, index: int, *, prefix: str = "") -> ParsedPiece:
         # PyRIT mirrors a missing converted value (and its data type) from the original.
         converted_value = original_value
     elif converted is None:
-        r.error("converted_value", "Converted prompt text is None.")
+        r.error("converted_value", NULL_CONVERTED_VALUE)
         converted_value = original_value
     elif not isinstance(converted, str):
         r.error("converted_value", f"Must be a string, not {_type_name(converted)}.")
