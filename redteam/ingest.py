@@ -9,8 +9,10 @@ as soon as any item is rejected, so a batch is stored whole or not at all.
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +23,8 @@ from redteam.outcomes import FieldError, ItemOutcome
 
 logger = logging.getLogger(__name__)
 
-StoreFn = Callable[[Sequence[Mapping[str, Any]]], list[ItemOutcome]]
+# store(items) or store(items, user=...): one ItemOutcome per item, in order.
+StoreFn = Callable[..., list[ItemOutcome]]
 
 # Payload key -> service, in the order they must run: conversations before the pieces that
 # belong to them, pieces before the scores and attack results that point at them. Seeds
@@ -140,6 +143,10 @@ class _RollBack(Exception):
     """Raised inside the atomic block to undo an atomic batch with rejected items."""
 
 
+# Who sent the batch, for services that keep a history trail (set by ingest_batch).
+_batch_user: ContextVar[Any] = ContextVar("redteam_ingest_user", default=None)
+
+
 def _run_service(kind: str, items: list[Any]) -> list[ItemOutcome]:
     """Hand the object items to the kind's service; reject non-objects here, keep indexes."""
     outcomes: list[ItemOutcome | None] = [None] * len(items)
@@ -161,7 +168,9 @@ def _run_service(kind: str, items: list[Any]) -> list[ItemOutcome]:
             )
     if objects:
         store: StoreFn = import_string(INGEST_SERVICES[kind])
-        results = store(objects)
+        # Services that keep a history trail (seeds) take the author: the API key's user.
+        takes_user = "user" in inspect.signature(store).parameters
+        results = store(objects, user=_batch_user.get()) if takes_user else store(objects)
         if len(results) != len(objects):  # a broken service must not misreport silently
             raise RuntimeError(
                 f"{INGEST_SERVICES[kind]} returned {len(results)} outcomes for {len(objects)} items"
@@ -184,6 +193,7 @@ def ingest_batch(payload: Any, *, atomic: bool = False, user: Any = None) -> Ing
     lists = validate_payload(payload)
     outcomes: list[ItemOutcome] = []
     rolled_back = False
+    token = _batch_user.set(user)
     try:
         with transaction.atomic():
             for kind in INGEST_KINDS:
@@ -193,6 +203,8 @@ def ingest_batch(payload: Any, *, atomic: bool = False, user: Any = None) -> Ing
                 raise _RollBack
     except _RollBack:
         rolled_back = True
+    finally:
+        _batch_user.reset(token)
     report = IngestReport(outcomes=outcomes, atomic=atomic, rolled_back=rolled_back)
     if report.errors:
         logger.info(
