@@ -102,7 +102,9 @@ def check_json_limits(
         if depth > max_depth:
             raise JsonLimitError(_path(entry), f"is nested more than {max_depth} levels deep")
         is_dict = type(container) is dict
-        for key, item in container.items() if is_dict else enumerate(container):
+        pairs: Any = container.items() if is_dict else enumerate(container)
+        key: Any
+        for key, item in pairs:
             kind = type(item)
             if check_strings:
                 # Inline length test: a function call per string would double the cost.

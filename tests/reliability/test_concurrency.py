@@ -18,6 +18,7 @@ import random
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.db.models import Count
@@ -131,7 +132,7 @@ def test_concurrent_overlapping_batches_with_cut_connections_lose_and_duplicate_
     statuses: Counter[int] = Counter()
     for r in reports:
         statuses.update(r.statuses)
-    figures = {
+    figures: dict[str, Any] = {
         "clients": CLIENTS,
         "gunicorn_workers": served.workers,
         "database": served.vendor,
