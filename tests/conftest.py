@@ -32,3 +32,9 @@ def _axes_off_by_default(settings: pytest.FixtureRequest) -> None:
     turns it back on and drives the real login form.
     """
     settings.AXES_ENABLED = False  # type: ignore[attr-defined]
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings: pytest.FixtureRequest) -> None:
+    """PBKDF2's production cost (about a second per user) only slows tests down."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # type: ignore[attr-defined]
