@@ -29,3 +29,9 @@ errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
 # Import the app once in the master: workers fork with it loaded (faster start, shared pages).
 preload_app = True
+# gunicorn >= 25 opens a runtime control socket (worker count, reload) under $HOME by default;
+# off unless asked for, so it is never an unplanned management interface and two instances on
+# one host do not fight over the same path.
+control_socket_disable = not os.environ.get("GUNICORN_CONTROL_SOCKET")
+if not control_socket_disable:
+    control_socket = os.environ["GUNICORN_CONTROL_SOCKET"]
