@@ -597,6 +597,7 @@ class IdentifierFilterSet(df.FilterSet):
         if not value:
             return qs
         ref = OuterRef("hash")
+        used: Exists | Q
         if value == "converter":
             used = Exists(PieceConverter.objects.filter(identifier_id=ref))
         elif value == "target":

@@ -348,7 +348,8 @@ class MediaUploadView(APIView):
             )
         data = upload.read()
         digest = hashlib.sha256(data).hexdigest()
-        claimed = str(request.data.get("sha256") or "").strip().lower()
+        fields = request.data if isinstance(request.data, dict) else {}
+        claimed = str(fields.get("sha256") or "").strip().lower()
         if claimed and claimed != digest:
             return _problem(
                 f"The sha256 sent ({claimed[:64]}) does not match the bytes ({digest}).", 400

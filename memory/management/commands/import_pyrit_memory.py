@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO, cast
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
@@ -71,9 +71,9 @@ class Command(BaseCommand):
             raise CommandError(f"{report.rejected} row(s) rejected.")
 
     def _bar(self, step: ImportProgress) -> tqdm[Any]:
-        return tqdm(
-            total=step.total, desc=step.table, unit="row", file=self.stderr._out, leave=True
-        )
+        # The raw stream: OutputWrapper.write would end every bar refresh with a newline.
+        stream = cast(TextIO, self.stderr._out)
+        return tqdm(total=step.total, desc=step.table, unit="row", file=stream, leave=True)
 
     def _summary(self, report: ImportReport) -> None:
         self.stdout.write(f"{report.path}: PyRIT {report.line} memory")
