@@ -3,7 +3,7 @@
 Every write goes through seeds.services (the same code as the API and the commands), so PyRIT's
 rules, hashes and the history trail apply alike. Rule violations are shown inline on the form
 that caused them. History (who, when, what changed) is simple_history's, per object; reverting
-from history is disabled because it would bypass the services.
+to a past version posts that version through save_model, so it goes through the services too.
 """
 
 from __future__ import annotations
@@ -54,14 +54,6 @@ def yaml_download(files: dict[str, str], zip_name: str) -> HttpResponse:
     response = HttpResponse(buffer.getvalue(), content_type="application/zip")
     response["Content-Disposition"] = f'attachment; filename="{zip_name}"'
     return response
-
-
-class _NoRevertHistoryAdmin(SimpleHistoryAdmin):
-    """History is shown, but reverting would write around the services: disabled."""
-
-    def revert_disabled(self, request: HttpRequest, obj: Any = None) -> bool:
-        """Always disabled."""
-        return True
 
 
 class _JsonListFilter(admin.SimpleListFilter):
@@ -166,7 +158,7 @@ class GroupInDatasetInline(admin.TabularInline):
 
 
 @admin.register(SeedDataset)
-class SeedDatasetAdmin(_NoRevertHistoryAdmin):
+class SeedDatasetAdmin(SimpleHistoryAdmin):
     """Datasets: counts in the list, seeds and groups inline, import and export."""
 
     list_display = ["dataset_name", "seed_count", "group_count", "short_description", "updated_at"]
@@ -324,7 +316,7 @@ def _save_inline(request: HttpRequest, formset: BaseInlineFormSet, **parents: An
 
 
 @admin.register(SeedGroup)
-class SeedGroupAdmin(_NoRevertHistoryAdmin):
+class SeedGroupAdmin(SimpleHistoryAdmin):
     """Groups: their seeds inline in PyRIT's order, with the group rules checked on save."""
 
     list_display = ["__str__", "dataset", "seed_count", "pyrit_class", "prompt_group_id"]
@@ -380,7 +372,7 @@ class SeedGroupAdmin(_NoRevertHistoryAdmin):
 
 
 @admin.register(Seed)
-class SeedAdmin(_NoRevertHistoryAdmin):
+class SeedAdmin(SimpleHistoryAdmin):
     """Seeds: search, filters, bulk actions, media upload and preview, template preview."""
 
     form = SeedForm

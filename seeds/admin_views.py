@@ -101,9 +101,10 @@ def preview_view(model_admin: Any, request: HttpRequest, pk: Any) -> HttpRespons
         variables = sorted(template_variables(seed.value) | set(seed.parameters or []))
     except TemplateSyntaxProblem as exc:
         variables, error = sorted(seed.parameters or []), str(exc)
-    form = TemplatePreviewForm(request.POST or None, variables=variables)
+    posted = request.method == "POST"
+    form = TemplatePreviewForm(request.POST if posted else None, variables=variables)
     rendered = None
-    if request.method == "POST" and form.is_valid() and error is None:
+    if posted and form.is_valid() and error is None:
         try:
             rendered = render_strict(seed.value, seed.name, **form.cleaned_data)
         except ValueError as exc:

@@ -6,6 +6,8 @@ Every change is versioned (django-simple-history) so a dataset can be audited.
 
 from __future__ import annotations
 
+import uuid
+
 from django.db import models
 from simple_history.models import HistoricalRecords
 
@@ -71,7 +73,9 @@ class SeedGroup(models.Model):
 class Seed(models.Model):
     """One PyRIT seed; `seed_type` picks SeedPrompt, SeedObjective or SeedSimulatedConversation."""
 
-    id = models.UUIDField(primary_key=True)
+    # PyRIT's id: sent by PyRIT, or made here (uuid4, as PyRIT does). Never typed by a curator,
+    # and not editable, so admin inlines carry it as a hidden field.
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     seed_type = models.CharField(max_length=32, choices=SEED_TYPE_CHOICES, default="prompt")
     value = models.TextField()
     value_sha256 = models.CharField(max_length=64, null=True, blank=True, db_index=True)
