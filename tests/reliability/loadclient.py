@@ -45,6 +45,7 @@ class ClientReport:
     index: int
     requests: int = 0
     batches_done: int = 0
+    items_acknowledged: int = 0  # items in acknowledged batches, repeats included
     cut_half_body: int = 0
     cut_before_response: int = 0
     statuses: Counter[int] = field(default_factory=Counter)
@@ -140,6 +141,7 @@ def run_client(cfg: ClientConfig) -> ClientReport:
             break
         if acknowledged:
             report.batches_done += 1
+            report.items_acknowledged += cfg.batch_items[batch_index]
         else:
             report.gave_up += 1
     return report
