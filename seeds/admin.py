@@ -14,6 +14,7 @@ import zipfile
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.db.models import Count, Q, QuerySet
 from django.forms import BaseInlineFormSet, ModelForm
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -97,7 +98,7 @@ class AffiliationGroupFilter(_JsonListFilter):
     field_name = "groups"
 
 
-class _ServiceInlineMixin:
+class _ServiceInline(admin.TabularInline):
     """Inline seed rows saved through the services (rules re-checked, hashes recomputed)."""
 
     model = Seed
@@ -109,7 +110,7 @@ class _ServiceInlineMixin:
     readonly_fields = ["position", "value_sha256"]
 
 
-class SeedInGroupInline(_ServiceInlineMixin, admin.TabularInline):
+class SeedInGroupInline(_ServiceInline):
     """The seeds of a group, in PyRIT's order; role and type visible and editable."""
 
     fk_name = "group"
@@ -126,7 +127,7 @@ class SeedInGroupInline(_ServiceInlineMixin, admin.TabularInline):
     ]
 
 
-class SeedInDatasetInline(_ServiceInlineMixin, admin.TabularInline):
+class SeedInDatasetInline(_ServiceInline):
     """The seeds of a (small) dataset, grouped and ordered as PyRIT orders them."""
 
     fk_name = "dataset"
@@ -622,6 +623,6 @@ class SeedAdmin(SimpleHistoryAdmin):
             "count": queryset.count(),
             "action": request.POST.get("action", ""),
             "opts": self.model._meta,
-            "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
         }
         return TemplateResponse(request, "admin/seeds/seed/action_form.html", context)

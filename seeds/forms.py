@@ -75,7 +75,7 @@ class SeedForm(forms.ModelForm):
         ]
 
     def _post_clean(self) -> None:
-        super()._post_clean()
+        super()._post_clean()  # type: ignore[misc]  # ModelForm's hook, not in the stubs
         if self.errors:
             return
         seed = self.instance
@@ -115,7 +115,7 @@ class InlineSeedForm(forms.ModelForm):
         widgets = {"value": forms.Textarea(attrs={"rows": 2, "cols": 60})}
 
     def _post_clean(self) -> None:
-        super()._post_clean()
+        super()._post_clean()  # type: ignore[misc]  # ModelForm's hook, not in the stubs
         if self.errors:
             return
         from seeds.rules import seed_errors
@@ -136,7 +136,8 @@ class SeedInlineFormSet(BaseInlineFormSet):
         for form in self.forms:
             if not hasattr(form, "cleaned_data") or not form.cleaned_data:
                 continue
-            if self.can_delete and self._should_delete_form(form):
+            delete = self._should_delete_form(form)  # type: ignore[attr-defined]
+            if self.can_delete and delete:
                 if form.instance.pk:
                     deleted.append(form.instance)
                 continue
@@ -189,7 +190,7 @@ class ImportUploadForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         """Size caps, file types and UTF-8, before anything is parsed."""
-        data = super().clean()
+        data = super().clean() or {}
         prompts: list[UploadedFile] = data.get("prompt_files") or []
         media: list[UploadedFile] = data.get("media_files") or []
         if not prompts:

@@ -140,7 +140,8 @@ def _place_and_insert(
     if groups:
         by_pk = {g.pk: g.prompt_group_id for g in groups.values()}
         for s in Seed.objects.filter(group_id__in=list(by_pk)).order_by("position", "id"):
-            members[by_pk[s.group_id]].append(s)
+            if s.group_id is not None:
+                members[by_pk[s.group_id]].append(s)
     blobs = _blobs_for(p.seed for p in fresh)
 
     by_group: dict[uuid.UUID, list[ParsedSeed]] = defaultdict(list)
@@ -210,7 +211,8 @@ def _datasets_by_name(names: Iterable[str | None], *, user: Any) -> dict[str | N
     missing = [SeedDataset(dataset_name=n) for n in sorted(wanted - set(found))]
     for d in create_with_history(SeedDataset, missing, user=user, reason="created by ingestion"):
         found[d.dataset_name] = d
-    return dict(found)
+    result: dict[str | None, SeedDataset] = {name: d for name, d in found.items()}
+    return result
 
 
 def _blobs_for(seeds: Iterable[Seed]) -> dict[str, Any]:
@@ -267,8 +269,8 @@ def check_seed_changes(
         if not final:
             continue
         for error in rules.group_errors(final):
-            seed = final[error.index] if error.index is not None else None
-            errors.append((seed, error))
+            culprit = final[error.index] if error.index is not None else None
+            errors.append((culprit, error))
     return errors
 
 
