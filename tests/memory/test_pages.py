@@ -291,3 +291,24 @@ def test_nested_identifiers_without_a_dump_get_a_tree_rebuilt_from_rows(
     assert paths == [
         "$.children.attack_technique.children.attack.children.objective_target.temperature"
     ]
+
+
+@pytest.mark.parametrize("n", [3, 30])
+def test_identifier_diff_query_count_is_constant(
+    reviewer_client: Client, django_assert_num_queries: Any, n: int
+) -> None:
+    a = make_attack_result(
+        make_conversation(1),
+        atomic=core_atomic_attack(converters=[core_converter(seed=i) for i in range(n)]),
+    )
+    b = make_attack_result(
+        make_conversation(1),
+        atomic=core_atomic_attack(converters=[core_converter(seed=i + 1) for i in range(n)]),
+    )
+    # session, user, 2 permissions; both identifiers; the stored dump of each.
+    with django_assert_num_queries(7):
+        response = reviewer_client.get(
+            reverse("memory:identifier_diff"),
+            {"a": a.atomic_attack_identifier_id, "b": b.atomic_attack_identifier_id},
+        )
+    assert len([d for d in response.context["differences"] if d.kind == "changed"]) == n
