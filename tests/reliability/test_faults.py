@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import subprocess
 import sys
 import uuid
@@ -302,3 +303,97 @@ def test_oversize_body_is_refused_before_it_is_read(served: ServedApp, key: str)
     assert response.status == 413
     assert answer["limit_bytes"] == limit
     assert "split the batch" in answer["detail"]
+
+
+# --- a server worker killed in the middle of a transaction --------------------------------
+
+LOCK_KEY = 4242_0606
+
+
+def _worker_pids(served: ServedApp) -> list[int]:
+    """Live gunicorn workers of this server (children of its master), from its log."""
+    pids = []
+    for line in served.log:
+        if "Booting worker with pid:" in line:
+            pid = int(line.rsplit(":", 1)[1])
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            ppid = next(int(x.split()[1]) for x in status.splitlines() if x.startswith("PPid:"))
+            if ppid == served.process.pid:
+                pids.append(pid)
+    return pids
+
+
+def _poll(cursor: Any, sql: str, params: list[Any], want: bool) -> Any:
+    """Run `sql` until it returns a row (want=True) or none; bounded, waiting inside the
+    database (pg_sleep) rather than in the test."""
+    for _ in range(600):
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+        if (row is not None) == want:
+            return row
+        cursor.execute("SELECT pg_sleep(0.05)")
+    raise AssertionError(f"condition not reached: {sql}")
+
+
+def test_worker_killed_mid_transaction_leaves_nothing_and_is_replaced(
+    served: ServedApp, key: str, template: dict[str, Any]
+) -> None:
+    """A worker is SIGKILLed while its batch transaction is open (half the pieces inserted,
+    the INSERT waiting on a lock the test holds): PostgreSQL rolls the batch back."""
+    if served.vendor != "postgresql":
+        pytest.skip("needs a database-side wait point (a PostgreSQL advisory lock)")
+    import signal
+    import threading
+
+    messages = _marked_corpus(template)
+    connection = connections[served.alias]
+    table = MessagePiece._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [LOCK_KEY])
+        cursor.execute(
+            f"CREATE OR REPLACE FUNCTION {TRIGGER}() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            f"BEGIN PERFORM pg_advisory_xact_lock({LOCK_KEY}); RETURN NEW; END $$"
+        )
+        cursor.execute(
+            f"CREATE TRIGGER {TRIGGER} BEFORE INSERT ON {table} FOR EACH ROW "
+            f"WHEN (NEW.original_value LIKE '%%{FAULT_MARKER}%%') EXECUTE FUNCTION {TRIGGER}()"
+        )
+    outcome: list[Any] = []
+
+    def send() -> None:
+        try:
+            outcome.append(_post(served, key, batch_body(messages)))
+        except OSError as exc:  # the worker dies under this request
+            outcome.append(exc)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    try:
+        with connection.cursor() as cursor:
+            (backend,) = _poll(
+                cursor,
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = %s "
+                "AND NOT granted",
+                [LOCK_KEY % 2**32],
+                want=True,
+            )
+            workers = _worker_pids(served)
+            assert workers
+            for pid in workers:
+                os.kill(pid, signal.SIGKILL)
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [LOCK_KEY])
+            # The orphaned backend finishes its statement, finds its client gone, rolls back.
+            _poll(cursor, "SELECT 1 FROM pg_stat_activity WHERE pid = %s", [backend], want=False)
+            cursor.execute(f"DROP TRIGGER {TRIGGER} ON {table}")
+    finally:
+        sender.join(timeout=60)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock_all()")
+            cursor.execute(f"DROP TRIGGER IF EXISTS {TRIGGER} ON {table}")
+    assert outcome and not (isinstance(outcome[0], tuple) and outcome[0][0] == 200)
+    assert _stored(served, messages) == (0, 0, 0)
+    # The master replaces the killed workers; the server goes on serving.
+    _expect_good_batch_stored(served, key, template)
