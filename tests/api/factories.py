@@ -130,3 +130,66 @@ def attack_result(conversation_id: str, **overrides: Any) -> dict[str, Any]:
     }
     row.update(overrides)
     return row
+
+
+TARGET = {
+    "class_name": "ScriptedChatTarget",
+    "class_module": "steering.fixtures.scripted_chat_target",
+    "hash": "223cf7265b22925a37794b01aa654c06b37adc4d7d719809c7788b02dcb206af",
+    "pyrit_version": "1.1.0",
+    "reply_mode": "scripted",
+    "endpoint": "https://contoso-filtered.example.invalid/v1",
+    "model_name": "filtered",
+    "underlying_model_name": "",
+}
+
+
+def conversation(conversation_id: str) -> dict[str, Any]:
+    """A 1.x Conversation dict with a target identifier."""
+    return {"conversation_id": conversation_id, "target_identifier": TARGET, "retries": []}
+
+
+def seed(index: int, dataset_name: str = "test_objectives") -> dict[str, Any]:
+    """A 1.x SeedObjective dict, alone in its group."""
+    value = f"Objective number {index}: explain how to pick a lock"
+    return {
+        "value": value,
+        "value_sha256": _sha(value),
+        "id": str(uuid.uuid4()),
+        "name": None,
+        "dataset_name": dataset_name,
+        "harm_categories": ["illegal"],
+        "description": None,
+        "authors": None,
+        "groups": None,
+        "source": None,
+        "date_added": _ts(index),
+        "added_by": "tests",
+        "metadata": {},
+        "prompt_group_id": str(uuid.uuid4()),
+        "prompt_group_alias": None,
+        "is_general_technique": False,
+        "is_jinja_template": False,
+        "data_type": "text",
+        "seed_type": "objective",
+    }
+
+
+def mixed_batch(n: int) -> dict[str, list[dict[str, Any]]]:
+    """n of every kind: conversations, their pieces, scores, attack results, seeds.
+
+    The seeds go to a new dataset each time, so every batch does the same work.
+    """
+    dataset_name = f"objectives-{uuid.uuid4().hex[:8]}"
+    payload: dict[str, list[dict[str, Any]]] = {
+        k: [] for k in ("conversations", "message_pieces", "scores", "attack_results", "seeds")
+    }
+    for i in range(n):
+        pieces = conversation_pieces(1)
+        cid = pieces[0]["conversation_id"]
+        payload["conversations"].append(conversation(cid))
+        payload["message_pieces"] += pieces
+        payload["scores"].append(score(pieces[0]))
+        payload["attack_results"].append(attack_result(cid))
+        payload["seeds"].append(seed(i, dataset_name))
+    return payload

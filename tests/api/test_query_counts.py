@@ -16,17 +16,38 @@ pytestmark = pytest.mark.django_db
 
 
 def _ingest_queries(api: APIClient, payload: dict[str, Any]) -> list[str]:
+    """The statements one ingest request ran, each cut to its first 70 characters."""
     with CaptureQueriesContext(connection) as ctx:
         response = api.post("/api/v1/ingest/", payload, format="json")
     assert response.status_code == 200, response.json()
-    return [q["sql"] for q in ctx.captured_queries]
+    return [q["sql"][:70] for q in ctx.captured_queries]
+
+
+def _summary(small: list[str], large: list[str]) -> str:
+    return "small:\n  " + "\n  ".join(small) + "\nlarge:\n  " + "\n  ".join(large)
 
 
 def test_ingest_query_count_is_the_same_for_2_and_200_pieces(api: APIClient) -> None:
     api.get("/api/schema/")  # stamps last_used_at once, so no request below updates it
     small = _ingest_queries(api, {"message_pieces": factories.conversation_pieces(2)})
     large = _ingest_queries(api, {"message_pieces": factories.conversation_pieces(200)})
-    assert len(small) == len(large), "\n".join(large)
+    assert len(small) == len(large), _summary(small, large)
+
+
+def test_mixed_ingest_query_count_is_the_same_for_2_and_200_of_each_kind(api: APIClient) -> None:
+    api.get("/api/schema/")
+    small = _ingest_queries(api, factories.mixed_batch(2))
+    large = _ingest_queries(api, factories.mixed_batch(200))
+    assert len(small) == len(large), _summary(small, large)
+
+
+def test_replay_query_count_is_constant_too(api: APIClient) -> None:
+    api.get("/api/schema/")
+    small, large = factories.mixed_batch(2), factories.mixed_batch(200)
+    _ingest_queries(api, small)
+    _ingest_queries(api, large)
+    replay_small, replay_large = _ingest_queries(api, small), _ingest_queries(api, large)
+    assert len(replay_small) == len(replay_large), _summary(replay_small, replay_large)
 
 
 def _fill(api: APIClient, conversations: int) -> list[dict[str, Any]]:
