@@ -28,6 +28,7 @@ import math
 import re
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -44,6 +45,7 @@ __all__ = [
     "json_problem",
     "parse_identifier",
     "raw_id",
+    "payload_prechecked",
 ]
 
 HEX64: Final = re.compile(r"^[0-9a-f]{64}$")
@@ -132,8 +134,17 @@ def _walk_problem(value: Any, path: str, depth: int) -> tuple[str, str] | None:
     return path, f"is not a JSON value ({type(value).__name__})"
 
 
+# True while the caller has already checked the whole payload for everything json_problem
+# looks for: the ingest API parses strictly (no NaN/Infinity, no raw control characters, UTF-8
+# only) and runs redteam.jsonguard (NUL, lone surrogates, depth) over the body first, so each
+# item need not be serialised once more here.
+payload_prechecked: ContextVar[bool] = ContextVar("payload_prechecked", default=False)
+
+
 def json_problem(value: Any) -> tuple[str, str] | None:
     """(field path, message) of the first string/number PostgreSQL cannot store, else None."""
+    if payload_prechecked.get():
+        return None
     # Fast path: one C-level serialization; only a suspicious item pays for the exact walk.
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)

@@ -28,6 +28,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memory.parsing import payload_prechecked
 from redteam.api_auth import HasIngestScope, HasReadScope
 from redteam.ingest import INGEST_KINDS, PayloadError, count_items, ingest_batch, validate_payload
 from redteam.jsonguard import JsonLimitError, check_json_limits
@@ -270,7 +271,13 @@ class IngestView(APIView):
                 status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
                 limit_items=max_items,
             )
-        report = ingest_batch(lists, atomic=atomic, user=request.user)
+        # Strict parsing and check_json_limits above have already ruled out everything the
+        # services' per-item JSON safety check looks for; tell them so it is not redone.
+        token = payload_prechecked.set(True)
+        try:
+            report = ingest_batch(lists, atomic=atomic, user=request.user)
+        finally:
+            payload_prechecked.reset(token)
         return Response(report.as_dict(), status=report.status_code)
 
 
