@@ -6,7 +6,8 @@ What it does, in one run on one machine:
 1. (Re)creates the scratch database (its name must start with "bench"), migrates it, makes a
    user and an ingest API key, and starts gunicorn on 127.0.0.1 (DEBUG off).
 2. Stores 10k pieces, then measures single-message requests/s: one message (one piece) per
-   request, as an attack loop sends them, from a few concurrent clients.
+   request, as an attack loop sends them, from a few concurrent clients; the best of a few
+   short bursts, since other load on the machine can only slow a burst down.
 3. Ingests 100k pieces through POST /api/v1/ingest/ in batches (bodies encoded beforehand, so
    the client's own JSON work is not timed) and reports pieces/s.
    Alternating with it, in rounds, COPYs the same rows (already encoded as COPY text) into a
@@ -322,6 +323,24 @@ def batch_bodies(pieces: Sequence[dict[str, Any]], size: int) -> list[bytes]:
     ]
 
 
+def single_rate(args: argparse.Namespace, key: str, bodies: Sequence[bytes]) -> float:
+    """Requests/s of one-message requests: the best of several short bursts.
+
+    Other processes on the machine only ever slow a burst down, so the best burst is the
+    closest estimate of what the server itself can do at this table size.
+    """
+    bursts = max(1, args.bursts)
+    size = max(1, len(bodies) // bursts)
+    best = 0.0
+    for b in range(bursts):
+        chunk = bodies[b * size : (b + 1) * size]
+        seconds, stored = post_all(args.port, key, chunk, args.clients)
+        if stored != len(chunk):
+            raise SystemExit(f"single-message requests stored {stored} of {len(chunk)}")
+        best = max(best, stored / seconds)
+    return best
+
+
 # --- COPY baseline -----------------------------------------------------------------------
 
 
@@ -419,6 +438,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--large", type=int, default=200_000, help="second single-message point")
     parser.add_argument("--single-requests", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5, help="COPY/HTTP alternations")
+    parser.add_argument("--bursts", type=int, default=5, help="single-message bursts (best)")
     parser.add_argument("--port", type=int, default=8195)
     args = parser.parse_args(argv)
 
@@ -451,8 +471,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         post_all(args.port, key, bodies_small, args.clients)
         at_small = stored_pieces(url)
-        seconds, stored = post_all(args.port, key, single_small, args.clients)
-        results["single_small"] = (at_small, stored / seconds)
+        results["single_small"] = (at_small, single_rate(args, key, single_small))
 
         # HTTP batches and the COPY baseline alternate in rounds, so that load from anything
         # else on the machine weighs on both alike.
@@ -477,8 +496,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         post_all(args.port, key, bodies_large, args.clients)
         at_large = stored_pieces(url)
-        seconds, stored = post_all(args.port, key, single_large, args.clients)
-        results["single_large"] = (at_large, stored / seconds)
+        results["single_large"] = (at_large, single_rate(args, key, single_large))
     finally:
         server.stop()
 
@@ -503,6 +521,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{'batch ingest / COPY (budget >= 40%)':<58} {ratio:>13.1%}")
     print(f"{f'single-message requests at {small_at:,} stored pieces':<58} {small_rate:>10,.0f} /s")
     print(f"{f'single-message requests at {large_at:,} stored pieces':<58} {large_rate:>10,.0f} /s")
+    print(f"  (one message per request, {args.clients} clients; best of {args.bursts} bursts)")
     print(f"{'single-message rate, large / small (budget >= 80%)':<58} {flatness:>13.1%}")
     ok = ratio >= 0.40 and flatness >= 0.80
     print("budgets: " + ("met" if ok else "MISSED"))
