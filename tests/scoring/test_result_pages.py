@@ -274,3 +274,17 @@ def test_dashboard_query_count_is_constant(
     with django_assert_num_queries(9):
         response = reviewer_client.get(reverse("scoring:dashboard") + "?label_key=operation")
     assert response.context["data"].live_results == 2 * n
+
+
+def test_refresh_dashboard_command_rebuilds_the_tallies() -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from scoring.models import TallySnapshot
+
+    _results(2)
+    out = StringIO()
+    call_command("refresh_dashboard", stdout=out)
+    assert "attack results up to" in out.getvalue()
+    assert TallySnapshot.objects.count() == 1
