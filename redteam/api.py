@@ -336,7 +336,10 @@ class MediaUploadView(APIView):
     def post(self, request: Request) -> Response:
         """Verify size and claimed digest, store the bytes, link the pieces that refer to them."""
         max_bytes: int = settings.REDTEAM_MAX_MEDIA_BYTES
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        try:
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return _problem("Invalid Content-Length.", status.HTTP_400_BAD_REQUEST)
         # The multipart envelope adds a little; anything beyond that is refused unread.
         if declared > max_bytes + 64 * 1024:
             return _problem(
