@@ -12,7 +12,7 @@ from redteam.models import ApiKey, AuditEvent, MediaBlob
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(APIKeyModelAdmin):
-    list_display = [*APIKeyModelAdmin.list_display, "user", "scopes"]
+    list_display = (*APIKeyModelAdmin.list_display, "user", "scopes")  # type: ignore[assignment]
     raw_id_fields = ["user"]
     actions = ["revoke_keys"]
 

@@ -18,7 +18,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -143,7 +143,11 @@ def check_1_1_exports(root: Path) -> dict[str, int]:
         assert_pyrit_equal(conversations[row["conversation_id"]], row, "conversation")
     compared["conversations.jsonl"] = len(rows)
     scores = {str(s.pk): s for s in Score.objects.select_related("scorer_dump")}
-    for name, shape in (("scores.jsonl", "1.x"), ("score_entries.jsonl", "entry")):
+    score_files: tuple[tuple[str, Literal["1.x", "entry"]], ...] = (
+        ("scores.jsonl", "1.x"),
+        ("score_entries.jsonl", "entry"),
+    )
+    for name, shape in score_files:
         rows = read_jsonl(d / name)
         for row in rows:
             assert_pyrit_equal(export_score(scores[row["id"]], shape), row, f"{name} {row['id']}")

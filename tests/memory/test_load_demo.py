@@ -54,11 +54,10 @@ def test_synthetic_demo_covers_every_kind_and_reloads_as_unchanged(settings: obj
         ("float_scale", "undetermined"),
     }
     assert AttackResult.objects.filter(related_conversations__conversation_type="pruned").exists()
-    image = pieces.get(original_value_data_type="image_path")
-    assert image.original_media.content_type == "image/png"
-    assert (
-        pieces.get(original_value_data_type="audio_path").original_media.content_type == "audio/wav"
-    )
+    image = pieces.get(original_value_data_type="image_path").original_media
+    audio = pieces.get(original_value_data_type="audio_path").original_media
+    assert image is not None and image.content_type == "image/png"
+    assert audio is not None and audio.content_type == "audio/wav"
     counts = (MessagePiece.objects.count(), Score.objects.count(), MediaBlob.objects.count())
     second = run()
     assert "exists; password unchanged" in second

@@ -104,9 +104,9 @@ def test_list_pages_through_conversations_sharing_a_timestamp(reviewer_client: C
     same = timezone.now() - timedelta(hours=2)
     convs = [make_conversation(1, start=same) for _ in range(5)]
     seen: list[str] = []
-    cursor = ""
+    cursor: str | None = ""
     while True:
-        response = reviewer_client.get(reverse(LIST), {"size": 2, "cursor": cursor})
+        response = reviewer_client.get(reverse(LIST), {"size": "2", "cursor": cursor or ""})
         seen += [c.pk for c in response.context["rows"]]
         cursor = response.context["next_cursor"]
         if not cursor:
@@ -172,7 +172,7 @@ def test_identifier_page_shows_tree_hashes_and_uses(reviewer_client: Client) -> 
         reverse("memory:identifier_detail", args=[conv.target_identifier_id])
     ).content.decode()
     assert "OpenAIChatTarget" in html
-    assert conv.target_identifier_id in html
+    assert str(conv.target_identifier_id) in html
     assert "0.25" in html  # param from the tree
     assert conv.preview in html  # conversation using it as target
     # The attack identifier tree contains the target, so the strategy node is a parent.
@@ -208,7 +208,7 @@ def test_identifier_diff_names_the_differing_param(reviewer_client: Client) -> N
     b = make_conversation(1, target=core_target(temperature=1.0))
     response = reviewer_client.get(
         reverse("memory:identifier_diff"),
-        {"a": a.target_identifier_id, "b": b.target_identifier_id},
+        {"a": str(a.target_identifier_id), "b": str(b.target_identifier_id)},
     )
     html = response.content.decode()
     assert response.status_code == 200
@@ -235,7 +235,7 @@ def test_media_serves_images_inline_with_protective_headers(reviewer_client: Cli
     assert response["X-Content-Type-Options"] == "nosniff"
     assert "sandbox" in response["Content-Security-Policy"]
     assert response["Content-Disposition"].startswith("inline")
-    assert b"".join(response.streaming_content).startswith(b"\x89PNG")
+    assert b"".join(response.streaming_content).startswith(b"\x89PNG")  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("content_type", ["image/svg+xml", "text/html", "application/pdf"])
@@ -285,7 +285,7 @@ def test_nested_identifiers_without_a_dump_get_a_tree_rebuilt_from_rows(
     # The attack trees differ in exactly that param, one level down.
     attack_diff = reviewer_client.get(
         reverse("memory:identifier_diff"),
-        {"a": a.atomic_attack_identifier_id, "b": b.atomic_attack_identifier_id},
+        {"a": str(a.atomic_attack_identifier_id), "b": str(b.atomic_attack_identifier_id)},
     )
     paths = [d.path for d in attack_diff.context["differences"] if d.kind == "changed"]
     assert paths == [
@@ -309,6 +309,6 @@ def test_identifier_diff_query_count_is_constant(
     with django_assert_num_queries(7):
         response = reviewer_client.get(
             reverse("memory:identifier_diff"),
-            {"a": a.atomic_attack_identifier_id, "b": b.atomic_attack_identifier_id},
+            {"a": str(a.atomic_attack_identifier_id), "b": str(b.atomic_attack_identifier_id)},
         )
     assert len([d for d in response.context["differences"] if d.kind == "changed"]) == n

@@ -298,6 +298,7 @@ def test_legacy_piece_keeps_its_legacy_fields_and_identifiers() -> None:
     assert piece.labels == {"operation": "op"}
     assert piece.targeted_harm_categories == ["violence"]
     assert piece.originator == "attack"
+    assert piece.target_dump is not None
     assert json.loads(piece.target_dump.dump_json) == target
     conv = Conversation.objects.get(pk="legacy-conv")
     assert conv.labels == {"operation": "op"}
@@ -442,6 +443,7 @@ def test_summary_columns_follow_each_batch() -> None:
     services.store_message_pieces(second)
     conv = Conversation.objects.get(pk="c")
     assert (conv.message_count, conv.piece_count) == (4, 4)
+    assert conv.first_timestamp is not None and conv.last_timestamp is not None
     assert conv.first_timestamp.isoformat() == "2026-03-01T12:00:00+00:00"
     assert conv.last_timestamp.isoformat() == "2026-03-01T12:00:06+00:00"
     assert conv.data_types == ["error", "image_path", "text"]
@@ -635,7 +637,7 @@ def test_attack_result_whose_last_response_conflicts_is_rejected() -> None:
     [outcome] = services.store_attack_results([item])
     assert outcome.status == "rejected"
     assert outcome.errors[0].code == "conflict"
-    assert outcome.errors[0].field.startswith("last_response.")
+    assert (outcome.errors[0].field or "").startswith("last_response.")
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ def _field_data(form: forms.BaseForm, data: dict[str, Any]) -> None:
             continue
         if isinstance(widget, forms.MultiWidget):
             parts = widget.decompress(value)
-            for i, part in enumerate(parts):
+            for i, part in enumerate(parts or []):
                 data[f"{key}_{i}"] = "" if part is None else str(part)
             continue
         prepared = value  # BoundField.value() is already the field's prepared value

@@ -148,7 +148,7 @@ def promoter(client: Client) -> tuple[Client, User]:
     return client, user
 
 
-def _assistant_piece() -> MessagePiece:
+def _assistant_piece() -> MessagePiece | None:
     return (
         MessagePiece.objects.filter(role="assistant", converted_value_data_type="text")
         .order_by("timestamp")
