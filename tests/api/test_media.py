@@ -94,7 +94,7 @@ def test_image_is_served_inline_with_its_type_and_nosniff(api: APIClient, png: b
     assert response["X-Content-Type-Options"] == "nosniff"
     assert "attachment" not in response.get("Content-Disposition", "")
     assert "sandbox" in response["Content-Security-Policy"]
-    assert b"".join(response.streaming_content) == png
+    assert b"".join(response.streaming_content) == png  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("data", [SVG, HTML, b"MZ\x90\x00 arbitrary binary"])
