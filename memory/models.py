@@ -176,27 +176,52 @@ class MessagePiece(models.Model):
         ComponentIdentifier, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     target_dump = models.ForeignKey(
-        IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        IdentifierDump,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=False,  # only followed from the piece for export, never searched by
     )
     attack_identifier = models.ForeignKey(
         ComponentIdentifier, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     attack_dump = models.ForeignKey(
-        IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        IdentifierDump,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=False,  # only followed from the piece for export, never searched by
     )
     scorer_identifier = models.ForeignKey(
         ComponentIdentifier, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     scorer_dump = models.ForeignKey(
-        IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        IdentifierDump,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=False,  # only followed from the piece for export, never searched by
     )
 
     # Media bytes, linked when uploaded (the value keeps the attacker's path verbatim).
     original_media = models.ForeignKey(
-        "redteam.MediaBlob", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "redteam.MediaBlob",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,  # followed from the piece only; every index slows ingestion
     )
     converted_media = models.ForeignKey(
-        "redteam.MediaBlob", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "redteam.MediaBlob",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,  # followed from the piece only; every index slows ingestion
     )
 
     pyrit_version = models.CharField(max_length=32, null=True, blank=True)
