@@ -7,14 +7,13 @@ ON CONFLICT changes nothing: a concurrent insert of the same id fails the batch 
 
 Django splits bulk inserts into statements of at most ``max_query_params`` parameters. Its
 SQLite backend assumes the historical 999, so a 200-piece batch would become seven INSERTs;
-the SQLite library actually loaded (3.32+) allows 32766, which is read here once per
-connection (Django 6 does the same). PostgreSQL has no such cap with client-side binding.
+the SQLite library actually loaded (3.32+) allows 32766, which redteam/dbutil.py reads once
+per connection (Django 6 does the same). PostgreSQL has no such cap with client-side binding.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -25,24 +24,10 @@ from django.utils import timezone
 
 from memory.models import ComponentIdentifier, IdentifierDump
 from memory.parsing import ParsedIdentifier
+from redteam.dbutil import lift_sqlite_variable_limit
 
 # Rows per INSERT statement; large enough that a typical API batch is one statement.
 MAX_ROWS_PER_STATEMENT = 5000
-
-
-def _lift_sqlite_variable_limit(alias: str) -> None:
-    """Tell Django the real SQLite bound-variable limit instead of the 999 it assumes."""
-    connection = connections[alias]
-    if connection.vendor != "sqlite":
-        return
-    connection.ensure_connection()
-    raw = connection.connection
-    getlimit = getattr(raw, "getlimit", None)
-    if getlimit is None:  # Python < 3.11
-        return
-    limit = int(getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
-    if limit > (connection.features.max_query_params or 0):
-        connection.features.max_query_params = limit
 
 
 def bulk_insert(
@@ -52,7 +37,7 @@ def bulk_insert(
     if not objs:
         return
     alias = router.db_for_write(model)
-    _lift_sqlite_variable_limit(alias)
+    lift_sqlite_variable_limit(alias)
     model._default_manager.using(alias).bulk_create(
         objs, batch_size=MAX_ROWS_PER_STATEMENT, ignore_conflicts=ignore_conflicts
     )

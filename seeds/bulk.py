@@ -2,38 +2,25 @@
 
 Django's SQLite backend assumes the historical limit of 999 bound variables and splits bulk
 inserts accordingly (a 200-seed batch would be eight INSERTs); the SQLite library loaded here
-allows far more, so the real limit is read once per connection. (memory/bulk.py does the same
-for the memory app; seeds cannot import memory, the dependency points the other way.)
+allows far more, so redteam/dbutil.py reads the real limit once per connection (shared with
+memory/bulk.py).
 Historical rows are written with simple_history's bulk helpers, so imports stay auditable.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from django.db import connections, models, router
+from django.db import models, router
 from simple_history.utils import bulk_create_with_history, bulk_update_with_history
+
+from redteam.dbutil import lift_sqlite_variable_limit
 
 M = TypeVar("M", bound=models.Model)
 
 # Rows per statement: a normal batch is one INSERT (and one for its history).
 MAX_ROWS_PER_STATEMENT = 5000
-
-
-def lift_sqlite_variable_limit(model: type[models.Model]) -> None:
-    """Tell Django the real SQLite bound-variable limit instead of the 999 it assumes."""
-    connection = connections[router.db_for_write(model)]
-    if connection.vendor != "sqlite":
-        return
-    connection.ensure_connection()
-    getlimit = getattr(connection.connection, "getlimit", None)
-    if getlimit is None:
-        return
-    limit = int(getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
-    if limit > (connection.features.max_query_params or 0):
-        connection.features.max_query_params = limit
 
 
 def create_with_history(
@@ -42,7 +29,7 @@ def create_with_history(
     """INSERT rows and their '+' history rows: two statements for a normal batch."""
     if not objs:
         return []
-    lift_sqlite_variable_limit(model)
+    lift_sqlite_variable_limit(router.db_for_write(model))
     return list(
         bulk_create_with_history(
             list(objs),
@@ -65,7 +52,7 @@ def update_with_history(
     """UPDATE rows' fields and write '~' history rows: two statements for a normal batch."""
     if not objs:
         return
-    lift_sqlite_variable_limit(model)
+    lift_sqlite_variable_limit(router.db_for_write(model))
     bulk_update_with_history(
         list(objs),
         model,
@@ -80,7 +67,7 @@ def update_quietly(model: type[M], objs: Sequence[M], fields: list[str]) -> None
     """UPDATE derived columns (positions, content hashes) without history: they are not edits."""
     if not objs:
         return
-    lift_sqlite_variable_limit(model)
+    lift_sqlite_variable_limit(router.db_for_write(model))
     model._default_manager.bulk_update(list(objs), fields, batch_size=MAX_ROWS_PER_STATEMENT)
 
 
