@@ -82,12 +82,13 @@ TEMPLATES = [
 
 WSGI_APPLICATION = "redteam.wsgi.application"
 
-# An empty DATABASE_URL means the same as an unset one: the embedded SQLite database.
-DATABASES = {
-    "default": env.db_url_config(
-        env.str("DATABASE_URL", default="") or f"sqlite:///{VAR_DIR / 'redteam.sqlite3'}"
-    ),
-}
+# An empty DATABASE_URL means the same as an unset one: the embedded SQLite database, whose
+# folder (var/, not in git) a fresh clone does not have yet.
+_database_url = env.str("DATABASE_URL", default="")
+if not _database_url:
+    VAR_DIR.mkdir(exist_ok=True)
+    _database_url = f"sqlite:///{VAR_DIR / 'redteam.sqlite3'}"
+DATABASES = {"default": env.db_url_config(_database_url)}
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets readers and one writer work at once; the busy timeout makes a second writer
