@@ -18,32 +18,12 @@ from memory.textview import (
     visible_json,
     word_diff,
 )
+from redteam.media import INLINE_CONTENT_TYPES
 from redteam.models import MediaBlob
 
 # Browsers render these from our origin; anything else is offered as a download.
 _MEDIA_FAMILIES = {"image_path": "image/", "audio_path": "audio/", "video_path": "video/"}
 _JSON_TYPES = frozenset({"function_call", "tool_call", "function_call_output"})
-_INLINE_TYPES = frozenset(
-    {
-        "image/png",
-        "image/jpeg",
-        "image/gif",
-        "image/webp",
-        "image/bmp",
-        "image/avif",
-        "audio/mpeg",
-        "audio/wav",
-        "audio/x-wav",
-        "audio/ogg",
-        "audio/webm",
-        "audio/flac",
-        "audio/mp4",
-        "audio/aac",
-        "video/mp4",
-        "video/webm",
-        "video/ogg",
-    }
-)
 
 
 @dataclass
@@ -109,7 +89,10 @@ def value_view(data_type: str, value: str, media: MediaBlob | None) -> ValueView
         family = _MEDIA_FAMILIES.get(data_type)
         content_type = (media.content_type or "").lower() if media else ""
         playable = bool(
-            media and family and content_type.startswith(family) and content_type in _INLINE_TYPES
+            media
+            and family
+            and content_type.startswith(family)
+            and content_type in INLINE_CONTENT_TYPES
         )
         # The value is a path on the attacker's machine: shown as text, never opened.
         return ValueView(data_type, kind, display_text(value), media, playable)

@@ -7,7 +7,6 @@ scores, so they live in scoring/views.py (scoring depends on memory, never the r
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from django.apps import apps
@@ -31,34 +30,11 @@ from memory.models import (
 from memory.pagination import BadCursor, keyset_page, page_size
 from memory.querysets import conversations_for_list, identifier_dump
 from memory.trees import diff_dumps, tree_from_dump
+from redteam.media import INLINE_CONTENT_TYPES, SHA256_RE
 from redteam.models import MediaBlob
 from redteam.pyrit_enums import ATTACK_OUTCOMES, PROMPT_DATA_TYPES
 from redteam.roles import viewer_required
 
-# Media types a browser may render inline from our origin. Everything else (SVG, HTML, PDF,
-# unknown) is served as an attachment so it can never run script in the site's origin.
-INLINE_MEDIA_TYPES = frozenset(
-    {
-        "image/png",
-        "image/jpeg",
-        "image/gif",
-        "image/webp",
-        "image/bmp",
-        "image/avif",
-        "audio/mpeg",
-        "audio/wav",
-        "audio/x-wav",
-        "audio/ogg",
-        "audio/webm",
-        "audio/flac",
-        "audio/mp4",
-        "audio/aac",
-        "video/mp4",
-        "video/webm",
-        "video/ogg",
-    }
-)
-SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 # Suggestions for the target/attack/converter inputs come from the (small) identifier table.
 MAX_CLASS_SUGGESTIONS = 300
 MAX_USES = 20
@@ -69,7 +45,7 @@ REPEATED_FILTERS = ("label", "converter", "harm_category")
 
 def is_inline_media(content_type: str) -> bool:
     """True when the sniffed content type may be shown inline by the browser."""
-    return content_type in INLINE_MEDIA_TYPES
+    return content_type in INLINE_CONTENT_TYPES
 
 
 def class_name_suggestions() -> list[str]:

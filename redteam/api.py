@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import Any
 
 from django.conf import settings
@@ -32,33 +31,11 @@ from memory.parsing import payload_prechecked
 from redteam.api_auth import HasIngestScope, HasReadScope
 from redteam.ingest import INGEST_KINDS, PayloadError, count_items, ingest_batch, validate_payload
 from redteam.jsonguard import JsonLimitError, check_json_limits
+from redteam.media import INLINE_CONTENT_TYPES, SHA256_RE
 from redteam.models import MediaBlob
 
-SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
 FALSE_VALUES = frozenset({"", "0", "false", "no", "off"})
-# Served inline: formats browsers render as pixels or sound only. Everything else (SVG, HTML,
-# XML, PDF, unknown) is sent as an attachment so it can never run script on our origin.
-INLINE_CONTENT_TYPES = frozenset(
-    {
-        "image/png",
-        "image/jpeg",
-        "image/gif",
-        "image/webp",
-        "image/bmp",
-        "image/avif",
-        "audio/mpeg",
-        "audio/wav",
-        "audio/x-wav",
-        "audio/ogg",
-        "audio/flac",
-        "audio/webm",
-        "audio/mp4",
-        "video/mp4",
-        "video/webm",
-        "video/ogg",
-    }
-)
 MAX_MISSING_QUERY = 1000
 
 

@@ -9,6 +9,7 @@ never taken from the client. Linking pieces or seeds to a blob is the caller's j
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 from django.conf import settings
@@ -18,9 +19,40 @@ from django.db import IntegrityError, transaction
 
 from redteam.models import MediaBlob
 
-__all__ = ["MediaTooLarge", "blob_storage_name", "sniff_content_type", "store_media_bytes"]
+__all__ = [
+    "INLINE_CONTENT_TYPES",
+    "SHA256_RE",
+    "MediaTooLarge",
+    "blob_storage_name",
+    "sniff_content_type",
+    "store_media_bytes",
+]
 
 OCTET_STREAM = "application/octet-stream"
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+# Served inline from our origin: formats browsers render as pixels or sound only. Everything else
+# (SVG, HTML, XML, PDF, unknown) is sent as an attachment so it can never run script on our origin.
+INLINE_CONTENT_TYPES = frozenset(
+    {
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+        "image/bmp",
+        "image/avif",
+        "audio/mpeg",
+        "audio/wav",
+        "audio/x-wav",
+        "audio/ogg",
+        "audio/webm",
+        "audio/flac",
+        "audio/mp4",
+        "audio/aac",
+        "video/mp4",
+        "video/webm",
+        "video/ogg",
+    }
+)
 
 # (magic bytes, offset, content type), checked in order after the RIFF/ftyp special cases.
 _SIGNATURES: tuple[tuple[bytes, int, str], ...] = (
