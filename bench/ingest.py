@@ -40,44 +40,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import psycopg
+from _common import DEFAULT_URL, ROOT, WORDS, recreate_database
 
-ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
-DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/bench"
-WORDS = [
-    "lock",
-    "pin",
-    "tumbler",
-    "plug",
-    "spring",
-    "key",
-    "shear",
-    "line",
-    "tension",
-    "wrench",
-    "rake",
-    "pick",
-    "security",
-    "door",
-    "cylinder",
-    "bypass",
-    "explain",
-    "how",
-    "to",
-    "the",
-    "a",
-    "of",
-    "and",
-    "with",
-    "without",
-    "tool",
-    "attack",
-    "model",
-    "target",
-]
 ROT13 = {
     "class_name": "ROT13Converter",
     "class_module": "pyrit.converter.rot13_converter",
@@ -159,23 +127,6 @@ def batches(items: Sequence[dict[str, Any]], size: int) -> Iterator[list[dict[st
 def database_url() -> str:
     """DATABASE_URL, defaulting to the local bench database."""
     return os.environ.get("DATABASE_URL") or DEFAULT_URL
-
-
-def recreate_database(url: str) -> None:
-    """Drop and create the scratch database named in `url` (refuses other names)."""
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    if not name.startswith("bench"):
-        raise SystemExit(
-            f"Refusing to recreate {name!r}: the bench database name must start with 'bench'."
-        )
-    admin = urlunsplit(parts._replace(path="/postgres"))
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
-        )
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def server_env(url: str) -> dict[str, str]:

@@ -30,46 +30,17 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/bench"
+from _common import DEFAULT_URL, ROOT, recreate_database
+from _common import WORDS as BASE_WORDS
+
 PIECES_PER_CONVERSATION = 10
 SCALES = (10_000, 1_000_000)
 BUDGET_RATIO = 2.0
 BUDGETED = ("conversation list", "conversation page", "dashboard")
 WORDS = [
-    "lock",
-    "pin",
-    "tumbler",
-    "plug",
-    "spring",
-    "key",
-    "shear",
-    "line",
-    "tension",
-    "wrench",
-    "rake",
-    "pick",
-    "security",
-    "door",
-    "cylinder",
-    "bypass",
-    "explain",
-    "how",
-    "to",
-    "the",
-    "a",
-    "of",
-    "and",
-    "with",
-    "without",
-    "tool",
-    "attack",
-    "model",
-    "target",
+    *BASE_WORDS,
     "safe",
     "vault",
     "combination",
@@ -130,19 +101,6 @@ def _setup_django(database_url: str) -> None:
     import django
 
     django.setup()
-
-
-def _recreate_database(database_url: str) -> None:
-    import psycopg
-
-    parts = urlsplit(database_url)
-    name = parts.path.lstrip("/")
-    if not name.startswith("bench"):
-        raise SystemExit(f"refusing to recreate {name!r}: the database name must start with bench")
-    admin = urlunsplit(parts._replace(path="/postgres"))
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
 
 
 # --- synthetic data ------------------------------------------------------------------------------
@@ -548,7 +506,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     database_url = os.environ.get("DATABASE_URL") or DEFAULT_URL
     if not database_url.startswith(("postgres://", "postgresql://")):
         raise SystemExit("bench/pages.py needs PostgreSQL (DATABASE_URL=postgres://...)")
-    _recreate_database(database_url)
+    recreate_database(database_url)
     _setup_django(database_url)
 
     from django.contrib.auth.models import User

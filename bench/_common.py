@@ -1,0 +1,59 @@
+"""What the benchmarks share: the scratch database and the synthetic vocabulary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/bench"
+WORDS = [
+    "lock",
+    "pin",
+    "tumbler",
+    "plug",
+    "spring",
+    "key",
+    "shear",
+    "line",
+    "tension",
+    "wrench",
+    "rake",
+    "pick",
+    "security",
+    "door",
+    "cylinder",
+    "bypass",
+    "explain",
+    "how",
+    "to",
+    "the",
+    "a",
+    "of",
+    "and",
+    "with",
+    "without",
+    "tool",
+    "attack",
+    "model",
+    "target",
+]
+
+
+def recreate_database(url: str) -> None:
+    """Drop and create the scratch database named in `url` (refuses other names)."""
+    import psycopg  # only the benchmarks need it
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    if not name.startswith("bench"):
+        raise SystemExit(
+            f"Refusing to recreate {name!r}: the bench database name must start with 'bench'."
+        )
+    admin = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
+        )
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
