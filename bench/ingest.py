@@ -45,6 +45,8 @@ from urllib.parse import urlsplit
 import psycopg
 from _common import DEFAULT_URL, ROOT, WORDS, recreate_database
 
+from memory.shapes import PIECE_VALUE_KEYS
+
 PYTHON = sys.executable
 ROT13 = {
     "class_name": "ROT13Converter",
@@ -308,15 +310,7 @@ COPY_COLUMNS = (
     "sequence",
     "role",
     "timestamp",
-    "original_value",
-    "original_value_data_type",
-    "original_value_sha256",
-    "converted_value",
-    "converted_value_data_type",
-    "converted_value_sha256",
-    "response_error",
-    "original_prompt_id",
-    "prompt_metadata",
+    *PIECE_VALUE_KEYS,
     "pyrit_version",
     "source_shape",
     "ingested_at",

@@ -9,12 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-PIECE_KEYS_1X: Final = (
-    "id",
-    "role",
-    "conversation_id",
-    "sequence",
-    "timestamp",
+# The value columns of a piece, in PyRIT's order: shared by the shapes, the replay comparison
+# (memory/store_pieces.py) and the COPY baseline of bench/ingest.py.
+PIECE_VALUE_KEYS: Final = (
     "original_value",
     "original_value_data_type",
     "original_value_sha256",
@@ -24,6 +21,14 @@ PIECE_KEYS_1X: Final = (
     "response_error",
     "original_prompt_id",
     "prompt_metadata",
+)
+PIECE_KEYS_1X: Final = (
+    "id",
+    "role",
+    "conversation_id",
+    "sequence",
+    "timestamp",
+    *PIECE_VALUE_KEYS,
     "converter_identifiers",
 )
 PIECE_KEYS_013: Final = (

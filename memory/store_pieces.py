@@ -14,6 +14,7 @@ from memory.models import Conversation, MessagePiece, PieceConverter
 from memory.parsing_pieces import ParsedPiece, ParsedScore, parse_piece
 from memory.parsing_results import ParsedConversation, parse_conversation
 from memory.reassembly import INCONSISTENT_ROLES, message_errors
+from memory.shapes import PIECE_VALUE_KEYS
 from memory.store_common import (
     KIND_CONVERSATIONS,
     KIND_PIECES,
@@ -43,15 +44,7 @@ PIECE_COMPARE_1X = (
     "sequence",
     "role",
     "timestamp",
-    "original_value",
-    "original_value_data_type",
-    "original_value_sha256",
-    "converted_value",
-    "converted_value_data_type",
-    "converted_value_sha256",
-    "response_error",
-    "original_prompt_id",
-    "prompt_metadata",
+    *PIECE_VALUE_KEYS,
     "converter_dumps",
 )
 # A 1.x item is a projection of a 0.13 one, so it is compared on the 1.x fields only.
