@@ -159,6 +159,31 @@ def resolve_duplicates(
             outcomes[i] = ItemOutcome(kind, i, this_id, "unchanged")
 
 
+def final_outcomes(
+    kind: str,
+    parsed: Sequence[Any],
+    errors: Sequence[list[FieldError]],
+    status: Mapping[int, str],
+    duplicates: Mapping[int, int],
+    compare: Callable[[Any], Mapping[str, Any]],
+    fields_of: Callable[[Any], Iterable[str]],
+    key: str = "id",
+) -> list[ItemOutcome]:
+    """One outcome per parsed item, in order; repeated ids then follow their first occurrence."""
+    outcomes = [
+        ItemOutcome(
+            kind,
+            i,
+            item_id(item, key),
+            outcome_status(errors[i], status.get(i)),
+            errors[i],
+        )
+        for i, item in enumerate(parsed)
+    ]
+    resolve_duplicates(kind, parsed, outcomes, duplicates, compare, fields_of, key=key)
+    return outcomes
+
+
 def drop_empty_stubs(conversations: Mapping[str, Conversation], used: set[str]) -> None:
     """Delete stubs created for conversations whose every piece was rejected (rare path)."""
     empty = [

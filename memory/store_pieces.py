@@ -21,12 +21,10 @@ from memory.store_common import (
     conflict,
     dedupe,
     drop_empty_stubs,
+    final_outcomes,
     first_difference,
-    item_id,
     lock_conversations,
-    outcome_status,
     prefixed,
-    resolve_duplicates,
     store_embedded_scores,
 )
 from redteam.models import MediaBlob
@@ -194,7 +192,6 @@ def store_pieces(
     INSERT identifiers; INSERT identifier dumps; INSERT pieces; INSERT piece converters;
     UPDATE conversations. Nested 0.13 scores add the score store's own constant count.
     """
-    n = len(parsed)
     errors: list[list[FieldError]] = [list(p.errors) for p in parsed]
     duplicates = dedupe(parsed, "id")
 
@@ -228,18 +225,7 @@ def store_pieces(
     if candidates:
         _decide_pieces(parsed, candidates, groups, errors, status, prefix)
 
-    outcomes = [
-        ItemOutcome(
-            kind,
-            i,
-            item_id(parsed[i]),
-            outcome_status(errors[i], status.get(i)),
-            errors[i],
-        )
-        for i in range(n)
-    ]
-    resolve_duplicates(kind, parsed, outcomes, duplicates, _piece_compare, _piece_fields)
-    return outcomes
+    return final_outcomes(kind, parsed, errors, status, duplicates, _piece_compare, _piece_fields)
 
 
 def _decide_pieces(
@@ -420,26 +406,16 @@ def store_conversations(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]
                 "updated_at",
             ],
         )
-    outcomes = [
-        ItemOutcome(
-            KIND_CONVERSATIONS,
-            i,
-            item_id(c, "conversation_id"),
-            outcome_status(errors[i], status.get(i)),
-            errors[i],
-        )
-        for i, c in enumerate(parsed)
-    ]
-    resolve_duplicates(
+    return final_outcomes(
         KIND_CONVERSATIONS,
         parsed,
-        outcomes,
+        errors,
+        status,
         duplicates,
         _conversation_compare,
         lambda c: ("target_dump_id", "retries"),
         key="conversation_id",
     )
-    return outcomes
 
 
 def _conversation_compare(conv: ParsedConversation) -> dict[str, Any]:

@@ -18,12 +18,10 @@ from memory.store_common import (
     conflict,
     dedupe,
     drop_empty_stubs,
+    final_outcomes,
     first_difference,
-    item_id,
     lock_conversations,
-    outcome_status,
     prefixed,
-    resolve_duplicates,
     store_embedded_scores,
 )
 from memory.store_pieces import store_pieces
@@ -139,26 +137,16 @@ def store_attack_results(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome
         valid = [i for i in valid if not errors[i]]
     if valid:
         _decide_results(parsed, valid, errors, status)
-    outcomes = [
-        ItemOutcome(
-            KIND_ATTACK_RESULTS,
-            i,
-            item_id(r, "attack_result_id"),
-            outcome_status(errors[i], status.get(i)),
-            errors[i],
-        )
-        for i, r in enumerate(parsed)
-    ]
-    resolve_duplicates(
+    return final_outcomes(
         KIND_ATTACK_RESULTS,
         parsed,
-        outcomes,
+        errors,
+        status,
         duplicates,
         _result_compare,
         _result_fields,
         key="attack_result_id",
     )
-    return outcomes
 
 
 def _decide_results(
