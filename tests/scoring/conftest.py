@@ -2,38 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
+from tests.fixtures_common import reader, reader_client, reviewer, reviewer_client
 
-import pytest
-from django.contrib.auth.models import User
-from django.test import Client
-
-from tests.scoring.row_factories import make_user
-
-
-@pytest.fixture
-def reviewer(db: Any) -> User:
-    """A user in the reviewer group."""
-    return make_user("rita", "reviewer")
-
-
-@pytest.fixture
-def reader(db: Any) -> User:
-    """A user in the read-only group."""
-    return make_user("rob", "read-only")
-
-
-@pytest.fixture
-def reviewer_client(reviewer: User) -> Client:
-    """A browser session logged in as the reviewer."""
-    client = Client()
-    client.force_login(reviewer)
-    return client
-
-
-@pytest.fixture
-def reader_client(reader: User) -> Client:
-    """A browser session logged in as the read-only user."""
-    client = Client()
-    client.force_login(reader)
-    return client
+__all__ = ["reader", "reader_client", "reviewer", "reviewer_client"]
