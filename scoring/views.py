@@ -340,21 +340,9 @@ def attack_result_list(request: HttpRequest) -> HttpResponse:
     review_view = request.GET.get("review") or None
     if review_view is not None and review_view not in REVIEW_VIEWS:
         return HttpResponseBadRequest("Unknown review view.")
-    try:
-        filterset, rows, next_cursor, previous_cursor = _result_rows(request, review_view)
-    except BadCursor:
-        return HttpResponseBadRequest("Invalid cursor.")
-    context = {
-        "filterset": filterset,
-        "rows": rows,
-        "next_cursor": next_cursor,
-        "previous_cursor": previous_cursor,
-        "review_view": review_view,
-        "review_views": REVIEW_VIEWS,
-        **filter_form_context(request),
-    }
-    status = 200 if filterset.is_valid() else 400
-    return render(request, "scoring/attackresult_list.html", context, status=status)
+    return _render_result_page(
+        request, review_view, "scoring/attackresult_list.html", {"review_view": review_view}
+    )
 
 
 @require_GET
@@ -365,6 +353,14 @@ def review_queue(request: HttpRequest) -> HttpResponse:
     view = request.GET.get("view") or "unreviewed"
     if view not in REVIEW_VIEWS:
         return HttpResponseBadRequest("Unknown queue.")
+    extra = {"view": view, "can_verdict": can_record_verdicts(request.user)}
+    return _render_result_page(request, view, "scoring/review_queue.html", extra)
+
+
+def _render_result_page(
+    request: HttpRequest, view: str | None, template: str, extra: dict[str, Any]
+) -> HttpResponse:
+    """One page of filtered attack results (400 for a bad cursor or invalid filters)."""
     try:
         filterset, rows, next_cursor, previous_cursor = _result_rows(request, view)
     except BadCursor:
@@ -374,13 +370,12 @@ def review_queue(request: HttpRequest) -> HttpResponse:
         "rows": rows,
         "next_cursor": next_cursor,
         "previous_cursor": previous_cursor,
-        "view": view,
         "review_views": REVIEW_VIEWS,
-        "can_verdict": can_record_verdicts(request.user),
+        **extra,
         **filter_form_context(request),
     }
     status = 200 if filterset.is_valid() else 400
-    return render(request, "scoring/review_queue.html", context, status=status)
+    return render(request, template, context, status=status)
 
 
 @require_GET
