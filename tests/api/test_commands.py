@@ -17,7 +17,7 @@ from memory.models import AttackResult, Conversation, MessagePiece
 from scoring.models import Score
 from seeds.models import Seed
 from tests.api.pyrit_fixtures import LINES, fixture_payload
-from tests.api.test_roundtrip import assert_rows_equal, read_all
+from tests.api.test_roundtrip import assert_api_serves_payload
 
 pytestmark = pytest.mark.django_db
 MODELS = (MessagePiece, Conversation, Score, AttackResult, Seed)
@@ -37,17 +37,7 @@ def test_import_pyrit_memory_matches_the_fixture_rows(
     assert "rejected 0" in out
     assert "PromptMemoryEntries" in err  # the progress bar
     payload = fixture_payload(fixtures_dir, line)
-    assert_rows_equal(payload["message_pieces"], read_all(api, "message-pieces"), "id")
-    assert_rows_equal(payload["scores"], read_all(api, "scores"), "id")
-    assert_rows_equal(
-        payload["attack_results"], read_all(api, "attack-results"), "attack_result_id"
-    )
-    seed_shape = "0.13" if line == "pyrit-0.13" else "1.x"
-    assert_rows_equal(payload["seeds"], read_all(api, "seeds", shape=seed_shape), "id")
-    if "conversations" in payload:
-        assert_rows_equal(
-            payload["conversations"], read_all(api, "conversations"), "conversation_id"
-        )
+    assert_api_serves_payload(api, payload, line)
 
 
 @pytest.mark.parametrize("line", LINES)

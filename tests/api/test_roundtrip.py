@@ -53,6 +53,21 @@ def assert_rows_equal(
     assert not problems, problems
 
 
+def assert_api_serves_payload(api: APIClient, payload: dict[str, Any], line: str) -> None:
+    """Every row of the fixture payload reads back through the list endpoints unchanged."""
+    assert_rows_equal(payload["message_pieces"], read_all(api, "message-pieces"), "id")
+    assert_rows_equal(payload["scores"], read_all(api, "scores"), "id")
+    assert_rows_equal(
+        payload["attack_results"], read_all(api, "attack-results"), "attack_result_id"
+    )
+    seed_shape = "0.13" if line == "pyrit-0.13" else "1.x"
+    assert_rows_equal(payload["seeds"], read_all(api, "seeds", shape=seed_shape), "id")
+    if "conversations" in payload:
+        assert_rows_equal(
+            payload["conversations"], read_all(api, "conversations"), "conversation_id"
+        )
+
+
 @pytest.mark.parametrize("line", LINES)
 def test_every_fixture_row_round_trips_over_http(
     api: APIClient, fixtures_dir: Path, line: str
@@ -65,17 +80,7 @@ def test_every_fixture_row_round_trips_over_http(
     # 0.13 pieces embed their scores, so the scores list then finds them already stored.
     assert body["stored"] + body["unchanged"] == total and body["errors"] == 0
 
-    assert_rows_equal(payload["message_pieces"], read_all(api, "message-pieces"), "id")
-    assert_rows_equal(payload["scores"], read_all(api, "scores"), "id")
-    assert_rows_equal(
-        payload["attack_results"], read_all(api, "attack-results"), "attack_result_id"
-    )
-    seed_shape = "0.13" if line == "pyrit-0.13" else "1.x"
-    assert_rows_equal(payload["seeds"], read_all(api, "seeds", shape=seed_shape), "id")
-    if "conversations" in payload:
-        assert_rows_equal(
-            payload["conversations"], read_all(api, "conversations"), "conversation_id"
-        )
+    assert_api_serves_payload(api, payload, line)
 
 
 @pytest.mark.parametrize("line", LINES)
