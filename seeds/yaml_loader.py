@@ -77,24 +77,29 @@ DATASET_KEYS = frozenset(
         "seeds",
     }
 )
-SEED_KEYS = frozenset(
+# A seed's own keys in PyRIT's serialization order (PYRIT-MODEL.md 4.1; seeds.jsonl of each line).
+SEED_BASE_KEYS: tuple[str, ...] = (
+    "value",
+    "value_sha256",
+    "id",
+    "name",
+    "dataset_name",
+    "harm_categories",
+    "description",
+    "authors",
+    "groups",
+    "source",
+    "date_added",
+    "added_by",
+    "metadata",
+    "prompt_group_id",
+    "prompt_group_alias",
+    "is_general_technique",
+    "is_jinja_template",
+)
+# A YAML seed takes its group from the file, so prompt_group_id is not one of its keys.
+SEED_KEYS = (frozenset(SEED_BASE_KEYS) - {"prompt_group_id"}) | frozenset(
     {
-        "value",
-        "value_sha256",
-        "id",
-        "name",
-        "dataset_name",
-        "harm_categories",
-        "description",
-        "authors",
-        "groups",
-        "source",
-        "date_added",
-        "added_by",
-        "metadata",
-        "prompt_group_alias",
-        "is_general_technique",
-        "is_jinja_template",
         "data_type",
         "seed_type",
         # SeedPrompt

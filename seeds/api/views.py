@@ -22,27 +22,9 @@ from redteam.api_common import cursor_pagination
 from seeds.filters import SeedFilterSet
 from seeds.models import Seed
 from seeds.parsing import LONE_SEED_GROUP_NAMESPACE
+from seeds.yaml_loader import SEED_BASE_KEYS
 
-# Keys in PyRIT's serialization order (PYRIT-MODEL.md 4.1; seeds.jsonl of each line).
-BASE_KEYS: tuple[str, ...] = (
-    "value",
-    "value_sha256",
-    "id",
-    "name",
-    "dataset_name",
-    "harm_categories",
-    "description",
-    "authors",
-    "groups",
-    "source",
-    "date_added",
-    "added_by",
-    "metadata",
-    "prompt_group_id",
-    "prompt_group_alias",
-    "is_general_technique",
-    "is_jinja_template",
-)
+BASE_KEYS = SEED_BASE_KEYS
 KEYS_1X: dict[str, tuple[str, ...]] = {
     "objective": (*BASE_KEYS, "data_type", "seed_type"),
     "prompt": (
