@@ -22,6 +22,7 @@ from redteam.choices import (
     RESPONSE_ERROR_CHOICES,
     ROLE_CHOICES,
 )
+from redteam.models import MediaBlob
 from redteam.pyrit_enums import (
     ATTACK_OUTCOMES,
     CHAT_MESSAGE_ROLES,
@@ -98,6 +99,37 @@ class IdentifierDump(models.Model):
         return value
 
 
+def _identifier_use() -> models.ForeignKey[ComponentIdentifier | None, ComponentIdentifier | None]:
+    """An optional use of an identifier, for filters (identifiers outlive what uses them)."""
+    return models.ForeignKey(
+        ComponentIdentifier, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+
+def _piece_dump() -> models.ForeignKey[IdentifierDump | None, IdentifierDump | None]:
+    """An optional identifier dump of a piece, for lossless export."""
+    return models.ForeignKey(
+        IdentifierDump,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=False,  # only followed from the piece for export, never searched by
+    )
+
+
+def _piece_media() -> models.ForeignKey[MediaBlob | None, MediaBlob | None]:
+    """Media bytes of a piece value, linked when uploaded."""
+    return models.ForeignKey(
+        "redteam.MediaBlob",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,  # followed from the piece only; every index slows ingestion
+    )
+
+
 class Conversation(models.Model):
     """One PyRIT conversation (1.x `Conversation`) plus summary columns for list pages.
 
@@ -106,9 +138,7 @@ class Conversation(models.Model):
     """
 
     conversation_id = models.CharField(max_length=255, primary_key=True)
-    target_identifier = models.ForeignKey(
-        ComponentIdentifier, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
+    target_identifier = _identifier_use()
     target_dump = models.ForeignKey(
         IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
@@ -172,57 +202,16 @@ class MessagePiece(models.Model):
     labels = models.JSONField(null=True, blank=True)
     targeted_harm_categories = models.JSONField(null=True, blank=True)
     originator = models.CharField(max_length=16, choices=ORIGINATOR_CHOICES, null=True, blank=True)
-    target_identifier = models.ForeignKey(
-        ComponentIdentifier, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
-    target_dump = models.ForeignKey(
-        IdentifierDump,
-        null=True,
-        blank=True,
-        on_delete=models.PROTECT,
-        related_name="+",
-        db_index=False,  # only followed from the piece for export, never searched by
-    )
-    attack_identifier = models.ForeignKey(
-        ComponentIdentifier, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
-    attack_dump = models.ForeignKey(
-        IdentifierDump,
-        null=True,
-        blank=True,
-        on_delete=models.PROTECT,
-        related_name="+",
-        db_index=False,  # only followed from the piece for export, never searched by
-    )
-    scorer_identifier = models.ForeignKey(
-        ComponentIdentifier, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
-    scorer_dump = models.ForeignKey(
-        IdentifierDump,
-        null=True,
-        blank=True,
-        on_delete=models.PROTECT,
-        related_name="+",
-        db_index=False,  # only followed from the piece for export, never searched by
-    )
+    target_identifier = _identifier_use()
+    target_dump = _piece_dump()
+    attack_identifier = _identifier_use()
+    attack_dump = _piece_dump()
+    scorer_identifier = _identifier_use()
+    scorer_dump = _piece_dump()
 
     # Media bytes, linked when uploaded (the value keeps the attacker's path verbatim).
-    original_media = models.ForeignKey(
-        "redteam.MediaBlob",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        db_index=False,  # followed from the piece only; every index slows ingestion
-    )
-    converted_media = models.ForeignKey(
-        "redteam.MediaBlob",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        db_index=False,  # followed from the piece only; every index slows ingestion
-    )
+    original_media = _piece_media()
+    converted_media = _piece_media()
 
     pyrit_version = models.CharField(max_length=32, null=True, blank=True)
     # Which serialized shape the piece arrived in: "0.13" (to_dict) or "1.x" (model_dump).
@@ -301,9 +290,7 @@ class AttackResult(models.Model):
     )
     objective = models.TextField()
     objective_sha256 = models.CharField(max_length=64, db_index=True)
-    atomic_attack_identifier = models.ForeignKey(
-        ComponentIdentifier, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
+    atomic_attack_identifier = _identifier_use()
     atomic_attack_dump = models.ForeignKey(
         IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
