@@ -26,6 +26,9 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from seeds import admin_views, services
 from seeds.forms import (
+    DESCRIPTION_FIELDS,
+    PROMPT_FIELDS,
+    SIMULATION_FIELDS,
     HarmCategoryForm,
     InlineSeedForm,
     MoveToDatasetForm,
@@ -430,37 +433,14 @@ class SeedAdmin(SimpleHistoryAdmin):
                 ]
             },
         ),
-        ("Prompt", {"fields": ["role", "sequence", "parameters", "response_json_schema"]}),
-        (
-            "Description",
-            {
-                "fields": [
-                    "name",
-                    "description",
-                    "source",
-                    "added_by",
-                    "date_added",
-                    "harm_categories",
-                    "authors",
-                    "groups",
-                    "metadata",
-                    "is_general_technique",
-                    "is_jinja_template",
-                ]
-            },
-        ),
+        ("Prompt", {"fields": list(PROMPT_FIELDS)}),
+        ("Description", {"fields": list(DESCRIPTION_FIELDS)}),
         ("Media", {"fields": ["media_upload", "media_preview"]}),
         (
             "Simulated conversation",
             {
                 "classes": ["collapse"],
-                "fields": [
-                    "num_turns",
-                    "adversarial_chat_system_prompt_path",
-                    "simulated_target_system_prompt_path",
-                    "next_message_system_prompt_path",
-                    "pyrit_version",
-                ],
+                "fields": list(SIMULATION_FIELDS),
             },
         ),
         ("Template and provenance", {"fields": ["template_preview_link", "provenance"]}),

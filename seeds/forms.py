@@ -35,6 +35,30 @@ def _template_errors(form: forms.BaseForm, seed: Seed) -> None:
         form.add_error("value" if "value" in form.fields else None, problem)
 
 
+# Field groups of a seed, shared by the seed form and the admin's fieldsets.
+PROMPT_FIELDS = ("role", "sequence", "parameters", "response_json_schema")
+DESCRIPTION_FIELDS = (
+    "name",
+    "description",
+    "source",
+    "added_by",
+    "date_added",
+    "harm_categories",
+    "authors",
+    "groups",
+    "metadata",
+    "is_general_technique",
+    "is_jinja_template",
+)
+SIMULATION_FIELDS = (
+    "num_turns",
+    "adversarial_chat_system_prompt_path",
+    "simulated_target_system_prompt_path",
+    "next_message_system_prompt_path",
+    "pyrit_version",
+)
+
+
 class SeedForm(forms.ModelForm):
     """The seed change form: model checks, then PyRIT's seed and group rules, then templates."""
 
@@ -52,26 +76,9 @@ class SeedForm(forms.ModelForm):
             "dataset",
             "group",
             "prompt_group_alias",
-            "role",
-            "sequence",
-            "parameters",
-            "response_json_schema",
-            "name",
-            "description",
-            "source",
-            "added_by",
-            "date_added",
-            "harm_categories",
-            "authors",
-            "groups",
-            "metadata",
-            "is_general_technique",
-            "is_jinja_template",
-            "num_turns",
-            "adversarial_chat_system_prompt_path",
-            "simulated_target_system_prompt_path",
-            "next_message_system_prompt_path",
-            "pyrit_version",
+            *PROMPT_FIELDS,
+            *DESCRIPTION_FIELDS,
+            *SIMULATION_FIELDS,
         ]
 
     def _post_clean(self) -> None:
