@@ -105,7 +105,8 @@ SCORE_KEYS_013: Final = (
 # importer passes it so nothing in the file is dropped. It is not part of to_dict().
 SCORE_EXTRA_013: Final = frozenset({"task"})
 
-ATTACK_RESULT_KEYS_1X: Final = (
+# The keys both lines share at the start of an attack result, and the 1.x-only ones at its end.
+_ATTACK_RESULT_HEAD: Final = (
     "conversation_id",
     "objective",
     "attack_result_id",
@@ -116,9 +117,8 @@ ATTACK_RESULT_KEYS_1X: Final = (
     "execution_time_ms",
     "outcome",
     "outcome_reason",
-    "timestamp",
-    "related_conversations",
-    "metadata",
+)
+ATTACK_RESULT_TAIL_1X: Final = (
     "labels",
     "targeted_harm_categories",
     "error_message",
@@ -129,20 +129,14 @@ ATTACK_RESULT_KEYS_1X: Final = (
     "attribution_parent_id",
     "attribution_data",
 )
-ATTACK_RESULT_KEYS_013: Final = (
-    "conversation_id",
-    "objective",
-    "attack_result_id",
-    "atomic_attack_identifier",
-    "last_response",
-    "last_score",
-    "executed_turns",
-    "execution_time_ms",
-    "outcome",
-    "outcome_reason",
+ATTACK_RESULT_KEYS_1X: Final = (
+    *_ATTACK_RESULT_HEAD,
+    "timestamp",
     "related_conversations",
     "metadata",
+    *ATTACK_RESULT_TAIL_1X,
 )
+ATTACK_RESULT_KEYS_013: Final = (*_ATTACK_RESULT_HEAD, "related_conversations", "metadata")
 ATTACK_RESULT_1X_ONLY: Final = frozenset(ATTACK_RESULT_KEYS_1X) - frozenset(ATTACK_RESULT_KEYS_013)
 # 0.13's AttackResultEntries table had a timestamp its to_dict() lacked; the SQLite importer
 # passes it (with the row's pyrit_version) so the newest result per conversation is known.

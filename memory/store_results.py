@@ -13,6 +13,7 @@ from django.utils import timezone
 from memory.bulk import bulk_update, insert_rows, store_identifier_uses
 from memory.models import AttackResult, Conversation, ConversationReference
 from memory.parsing_results import ParsedAttackResult, parse_attack_result
+from memory.shapes import ATTACK_RESULT_TAIL_1X
 from memory.store_common import (
     KIND_ATTACK_RESULTS,
     conflict,
@@ -43,15 +44,7 @@ ATTACK_RESULT_COMPARE_013 = (
 ATTACK_RESULT_COMPARE_1X = (
     *ATTACK_RESULT_COMPARE_013,
     "timestamp",
-    "labels",
-    "targeted_harm_categories",
-    "error_message",
-    "error_type",
-    "error_traceback",
-    "retry_events",
-    "total_retries",
-    "attribution_parent_id",
-    "attribution_data",
+    *ATTACK_RESULT_TAIL_1X,
 )
 
 # --- attack results ------------------------------------------------------------------------
