@@ -35,7 +35,7 @@ from seeds.forms import (
     SeedForm,
     SeedInlineFormSet,
 )
-from seeds.importing import export_file_stem
+from seeds.importing import DATASET_DEFAULT_FIELDS, export_file_stem
 from seeds.models import Seed, SeedDataset, SeedGroup
 
 # Datasets up to this size are edited inline on their page; bigger ones list their groups
@@ -172,21 +172,7 @@ class SeedDatasetAdmin(SimpleHistoryAdmin):
     change_list_template = "admin/seeds/seeddataset/change_list.html"
     fieldsets = [
         (None, {"fields": ["dataset_name", "dataset_name_declared", "name", "description"]}),
-        (
-            "Defaults written to the YAML",
-            {
-                "fields": [
-                    "source",
-                    "added_by",
-                    "data_type",
-                    "seed_type",
-                    "harm_categories",
-                    "authors",
-                    "groups",
-                    "date_added",
-                ]
-            },
-        ),
+        ("Defaults written to the YAML", {"fields": list(DATASET_DEFAULT_FIELDS)}),
         ("Contents", {"fields": ["contents", "created_at", "updated_at"]}),
     ]
 

@@ -37,9 +37,8 @@ from seeds.yaml_loader import (
 )
 
 DEFAULT_ADDED_BY = "redteam-import"
-_DATASET_FIELDS = (
-    "name",
-    "description",
+# A dataset's defaults for its seeds (written to the YAML; also the admin's fieldset).
+DATASET_DEFAULT_FIELDS = (
     "source",
     "added_by",
     "data_type",
@@ -49,6 +48,7 @@ _DATASET_FIELDS = (
     "groups",
     "date_added",
 )
+_DATASET_FIELDS = ("name", "description", *DATASET_DEFAULT_FIELDS)
 
 
 @dataclass
