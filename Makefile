@@ -7,11 +7,16 @@ export DEBUG ?= 1
 
 .PHONY: run test serve bench lint typecheck check install demo clean browser-deps
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml | .env
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
+
+# A per-checkout secret so `.venv/bin/python manage.py ...` works without exporting anything
+# (settings read .env; a SECRET_KEY set in the environment, as in production, wins).
+.env:
+	umask 077 && $(PYTHON) -c "import secrets; print('# written by make for this checkout\nSECRET_KEY=' + secrets.token_urlsafe(50))" > $@
 
 install: $(STAMP)
 

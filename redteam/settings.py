@@ -2,6 +2,9 @@
 
 DATABASE_URL  unset -> SQLite file under var/; postgres://... -> PostgreSQL through psycopg 3.
 DEBUG         off by default; with DEBUG off, SECRET_KEY must be set.
+ENV_FILE      a dotenv file read first (default: .env at the checkout root; empty: none). Values
+              already in the environment win. `make` writes .env with a random SECRET_KEY so
+              `manage.py` works in a development checkout without exporting anything.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
 
 env = environ.Env()
-if (BASE_DIR / ".env").is_file():
-    environ.Env.read_env(BASE_DIR / ".env")
+ENV_FILE: str = env.str("ENV_FILE", default=str(BASE_DIR / ".env"))
+if ENV_FILE and Path(ENV_FILE).is_file():
+    environ.Env.read_env(ENV_FILE)
 
 DEBUG: bool = env.bool("DEBUG", default=False)
 if DEBUG:

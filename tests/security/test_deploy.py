@@ -48,6 +48,8 @@ def _production_env(**extra: str) -> dict[str, str]:
             "SECRET_KEY": "x" * 20 + "-production-test-key-" + "y" * 30,
             "ALLOWED_HOSTS": "redteam.example.org",
             "DATABASE_URL": "",
+            # Production reads the environment only, never a checkout's .env.
+            "ENV_FILE": "",
         }
     )
     env.update(extra)
@@ -120,3 +122,34 @@ def test_unknown_media_storage_is_refused() -> None:
     )
     assert result.returncode != 0
     assert "MEDIA_STORAGE" in result.stderr
+
+
+def test_a_checkout_env_file_supplies_the_key_and_the_environment_wins(tmp_path: Path) -> None:
+    """`make` writes .env with a random key so manage.py works in a development checkout."""
+    env_file = tmp_path / "dotenv"
+    env_file.write_text("SECRET_KEY=from-the-env-file-" + "k" * 40 + "\n")
+    show_key = (
+        "import django; django.setup(); "
+        "from django.conf import settings; print(settings.SECRET_KEY)"
+    )
+
+    def secret_key(**extra: str) -> str:
+        env = _production_env(ENV_FILE=str(env_file), **extra)
+        if "SECRET_KEY" not in extra:
+            env.pop("SECRET_KEY")
+        result = subprocess.run(
+            [sys.executable, "-c", show_key],
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip()
+
+    assert secret_key() == "from-the-env-file-" + "k" * 40
+    assert (
+        secret_key(SECRET_KEY="from-the-environment-" + "e" * 40)
+        == "from-the-environment-" + "e" * 40
+    )
