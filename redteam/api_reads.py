@@ -18,7 +18,7 @@ from drf_spectacular.utils import (
     extend_schema_view,
     inline_serializer,
 )
-from rest_framework import mixins, serializers, viewsets
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -28,7 +28,13 @@ from memory.filters import AttackResultFilterSet, MessagePieceFilterSet
 from memory.models import AttackResult, Conversation, MessagePiece
 from memory.querysets import attack_results_for_export, pieces_for_export
 from memory.reassembly import reassemble_conversation
-from redteam.api_common import SHAPE_PARAMETER, cursor_pagination, requested_shape, row_shape
+from redteam.api_common import (
+    SHAPE_PARAMETER,
+    ShapedReadViewSet,
+    cursor_pagination,
+    requested_shape,
+    row_shape,
+)
 from scoring.export import export_attack_result, export_score, scores_by_prompt_id
 from scoring.models import Score
 
@@ -130,31 +136,21 @@ def export_pieces_page(
     ),
     retrieve=extend_schema(summary="One message piece", parameters=[SHAPE_PARAMETER]),
 )
-class MessagePieceViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
-):
-    """PyRIT message pieces."""
+class MessagePieceViewSet(ShapedReadViewSet):
+    """PyRIT message pieces. Queries per page: pieces (+dumps, conversation), converters, and
+    scores when a row is exported in the 0.13 shape."""
 
     filterset_class = MessagePieceFilterSet
     serializer_class = MessagePieceOut
     pagination_class = cursor_pagination("-timestamp", "-id")
-    lookup_value_regex = "[0-9a-fA-F-]{36}"
 
     def get_queryset(self) -> QuerySet[MessagePiece]:
         """Pieces with every dump their PyRIT dict needs."""
         return pieces_for_export()
 
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        """One page. Queries: pieces (+dumps, conversation), converters, and scores if needed."""
-        shape = requested_shape(request)
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        assert page is not None
-        return self.get_paginated_response(export_pieces_page(page, shape))
-
-    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        """One piece in its shape."""
-        shape = requested_shape(request)
-        return Response(export_pieces_page([self.get_object()], shape)[0])
+    def export_rows(self, rows: Sequence[Any], shape: str) -> list[dict[str, Any]]:
+        """Each piece in its shape."""
+        return export_pieces_page(rows, shape)
 
 
 class ConversationMessagesView(APIView):
@@ -232,29 +228,19 @@ def export_results_page(results: Sequence[AttackResult], requested: str) -> list
     ),
     retrieve=extend_schema(summary="One attack result", parameters=[SHAPE_PARAMETER]),
 )
-class AttackResultViewSet(
-    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
-):
-    """PyRIT attack results with their last response and last score."""
+class AttackResultViewSet(ShapedReadViewSet):
+    """PyRIT attack results with their last response and last score, at a constant number of
+    queries per page."""
 
     filterset_class = AttackResultFilterSet
     serializer_class = AttackResultOut
     pagination_class = cursor_pagination("-ingested_at", "-attack_result_id")
     lookup_field = "attack_result_id"
-    lookup_value_regex = "[0-9a-fA-F-]{36}"
 
     def get_queryset(self) -> QuerySet[AttackResult]:
         """Results with dumps, last response and related conversations."""
         return attack_results_for_export()
 
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        """One page at a constant number of queries."""
-        shape = requested_shape(request)
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        assert page is not None
-        return self.get_paginated_response(export_results_page(page, shape))
-
-    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        """One result in its shape."""
-        shape = requested_shape(request)
-        return Response(export_results_page([self.get_object()], shape)[0])
+    def export_rows(self, rows: Sequence[Any], shape: str) -> list[dict[str, Any]]:
+        """Each result in its shape."""
+        return export_results_page(rows, shape)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import QuerySet
@@ -11,11 +12,10 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import mixins, serializers, viewsets
+from rest_framework import serializers
 from rest_framework.request import Request
-from rest_framework.response import Response
 
-from redteam.api_common import STORED, cursor_pagination, requested_shape
+from redteam.api_common import STORED, ShapedReadViewSet, cursor_pagination, requested_shape
 from scoring.export import ScoreShape, export_score
 from scoring.filters import ScoreFilterSet
 from scoring.models import Score
@@ -50,7 +50,7 @@ def score_shape(requested: str, score: Score) -> ScoreShape:
     return requested  # type: ignore[return-value]
 
 
-def export_scores(scores: list[Score], requested: str) -> list[dict[str, Any]]:
+def export_scores(scores: Sequence[Score], requested: str) -> list[dict[str, Any]]:
     """Scores in the requested shape (no queries: the scorer dump is select_related)."""
     return [export_score(s, score_shape(requested, s)) for s in scores]
 
@@ -63,26 +63,22 @@ def export_scores(scores: list[Score], requested: str) -> list[dict[str, Any]]:
         summary="One score", parameters=[SCORE_SHAPE_PARAMETER], responses=ScoreOut
     ),
 )
-class ScoreViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """PyRIT scores (automated and human), newest first."""
+class ScoreViewSet(ShapedReadViewSet):
+    """PyRIT scores (automated and human), newest first; 1 query per page (scores joined with
+    their scorer dumps)."""
 
     filterset_class = ScoreFilterSet
     serializer_class = ScoreOut
     pagination_class = cursor_pagination("-timestamp", "-id")
-    lookup_value_regex = "[0-9a-fA-F-]{36}"
 
     def get_queryset(self) -> QuerySet[Score]:
         """Scores with their scorer dump (for scorer_class_identifier)."""
         return Score.objects.select_related("scorer_dump")
 
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        """One page: 1 query (scores joined with their scorer dumps)."""
-        shape = requested_shape(request, allowed=SCORE_SHAPES)
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        assert page is not None
-        return self.get_paginated_response(export_scores(page, shape))
+    def requested_shape(self, request: Request) -> str:
+        """Scores also come as PyRIT's score entries."""
+        return requested_shape(request, allowed=SCORE_SHAPES)
 
-    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        """One score: 1 query."""
-        shape = requested_shape(request, allowed=SCORE_SHAPES)
-        return Response(export_scores([self.get_object()], shape)[0])
+    def export_rows(self, rows: Sequence[Any], shape: str) -> list[dict[str, Any]]:
+        """Each score in its shape."""
+        return export_scores(rows, shape)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,12 +14,11 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import mixins, serializers, viewsets
+from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
-from rest_framework.response import Response
 
-from redteam.api_common import cursor_pagination
+from redteam.api_common import ShapedReadViewSet, cursor_pagination
 from seeds.filters import SeedFilterSet
 from seeds.models import Seed
 from seeds.parsing import LONE_SEED_GROUP_NAMESPACE
@@ -144,25 +144,22 @@ def _shape(request: Request) -> str:
         summary="One seed", parameters=[SEED_SHAPE_PARAMETER], responses=SeedOut
     ),
 )
-class SeedViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """PyRIT seeds (prompts, objectives, simulated conversations), newest first."""
+class SeedViewSet(ShapedReadViewSet):
+    """PyRIT seeds (prompts, objectives, simulated conversations), newest first; 1 query per
+    page (seeds joined with their groups)."""
 
     filterset_class = SeedFilterSet
     serializer_class = SeedOut
     pagination_class = cursor_pagination("-created_at", "-id")
-    lookup_value_regex = "[0-9a-fA-F-]{36}"
 
     def get_queryset(self) -> QuerySet[Seed]:
         """Seeds with their group (for prompt_group_id)."""
         return Seed.objects.select_related("group")
 
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        """One page: 1 query (seeds joined with their groups)."""
-        shape = _shape(request)
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        assert page is not None
-        return self.get_paginated_response([export_seed(s, shape) for s in page])
+    def requested_shape(self, request: Request) -> str:
+        """Seeds are always exported as 1.x unless 0.13 is asked for."""
+        return _shape(request)
 
-    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        """One seed: 1 query."""
-        return Response(export_seed(self.get_object(), _shape(request)))
+    def export_rows(self, rows: Sequence[Any], shape: str) -> list[dict[str, Any]]:
+        """Each seed in its shape."""
+        return [export_seed(seed, shape) for seed in rows]
