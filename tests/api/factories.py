@@ -7,6 +7,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from tests.memory import factories as builders
+
 ROT13 = {
     "class_name": "ROT13Converter",
     "class_module": "pyrit.converter.rot13_converter",
@@ -39,27 +41,15 @@ def piece(
     **overrides: Any,
 ) -> dict[str, Any]:
     """One valid 1.x MessagePiece dict."""
-    piece_id = str(uuid.uuid4())
-    value = text if text is not None else f"{role} turn {sequence} of {conversation_id}"
-    row: dict[str, Any] = {
-        "id": piece_id,
-        "role": role,
-        "conversation_id": conversation_id,
-        "sequence": sequence,
-        "timestamp": _ts(offset),
-        "original_value": value,
-        "original_value_data_type": "text",
-        "original_value_sha256": _sha(value),
-        "converted_value": value,
-        "converted_value_data_type": "text",
-        "converted_value_sha256": _sha(value),
-        "response_error": "none",
-        "original_prompt_id": piece_id,
-        "prompt_metadata": {},
-        "converter_identifiers": [ROT13] if converted else [],
-    }
-    row.update(overrides)
-    return row
+    return builders.piece(
+        conversation_id=conversation_id,
+        sequence=sequence,
+        role=role,
+        original_value=text if text is not None else f"{role} turn {sequence} of {conversation_id}",
+        timestamp=_ts(offset),
+        converter_identifiers=[ROT13] if converted else [],
+        **overrides,
+    )
 
 
 def conversation_pieces(n_pieces: int, conversation_id: str | None = None) -> list[dict[str, Any]]:
@@ -71,65 +61,43 @@ def conversation_pieces(n_pieces: int, conversation_id: str | None = None) -> li
     ]
 
 
+SUBSTRING_SCORER = {
+    "class_name": "SubStringScorer",
+    "class_module": "pyrit.score.true_false.substring_scorer",
+    "hash": "aa17f33b39d30a645d9c6e15e665367386a31ccae4dc78647f95820092f7ee42",
+    "pyrit_version": "1.1.0",
+    "eval_hash": "aa17f33b39d30a645d9c6e15e665367386a31ccae4dc78647f95820092f7ee42",
+    "substring": "Sure",
+    "text_matcher": "ExactTextMatching",
+    "scorer_type": "true_false",
+    "score_aggregator": "OR_",
+}
+
+
 def score(piece_row: dict[str, Any], value: str = "true", **overrides: Any) -> dict[str, Any]:
     """A valid 1.x true_false Score dict on a piece."""
-    row: dict[str, Any] = {
-        "id": str(uuid.uuid4()),
-        "score_value": value,
-        "status": "complete",
-        "score_value_description": "",
-        "score_type": "true_false",
-        "score_category": ["jailbreak"],
-        "score_rationale": "",
-        "score_metadata": {},
-        "scorer_class_identifier": {
-            "class_name": "SubStringScorer",
-            "class_module": "pyrit.score.true_false.substring_scorer",
-            "hash": "aa17f33b39d30a645d9c6e15e665367386a31ccae4dc78647f95820092f7ee42",
-            "pyrit_version": "1.1.0",
-            "eval_hash": "aa17f33b39d30a645d9c6e15e665367386a31ccae4dc78647f95820092f7ee42",
-            "substring": "Sure",
-            "text_matcher": "ExactTextMatching",
-            "scorer_type": "true_false",
-            "score_aggregator": "OR_",
-        },
-        "message_piece_id": piece_row["id"],
-        "scorable": {"scorable_type": "message", "message_piece_ids": [piece_row["id"]]},
-        "timestamp": piece_row["timestamp"],
-        "objective": "Explain",
-    }
-    row.update(overrides)
-    return row
+    return builders.score(
+        score_value=value,
+        scorer_class_identifier=SUBSTRING_SCORER,
+        message_piece_id=piece_row["id"],
+        scorable={"scorable_type": "message", "message_piece_ids": [piece_row["id"]]},
+        timestamp=piece_row["timestamp"],
+        objective="Explain",
+        **overrides,
+    )
 
 
 def attack_result(conversation_id: str, **overrides: Any) -> dict[str, Any]:
     """A minimal valid 1.x AttackResult dict."""
-    row: dict[str, Any] = {
-        "conversation_id": conversation_id,
-        "objective": "Explain how to pick a lock",
-        "attack_result_id": str(uuid.uuid4()),
-        "atomic_attack_identifier": None,
-        "last_response": None,
-        "last_score": None,
-        "executed_turns": 1,
-        "execution_time_ms": 10,
-        "outcome": "success",
-        "outcome_reason": None,
-        "timestamp": _ts(0),
-        "related_conversations": [],
-        "metadata": {},
-        "labels": {"operation": "op1", "operator": "roakey"},
-        "targeted_harm_categories": ["illegal"],
-        "error_message": None,
-        "error_type": None,
-        "error_traceback": None,
-        "retry_events": [],
-        "total_retries": 0,
-        "attribution_parent_id": None,
-        "attribution_data": None,
-    }
-    row.update(overrides)
-    return row
+    return builders.attack_result(
+        conversation_id=conversation_id,
+        objective="Explain how to pick a lock",
+        atomic_attack_identifier=None,
+        timestamp=_ts(0),
+        labels={"operation": "op1", "operator": "roakey"},
+        targeted_harm_categories=["illegal"],
+        **overrides,
+    )
 
 
 TARGET = {
