@@ -41,15 +41,16 @@ def piece(
     **overrides: Any,
 ) -> dict[str, Any]:
     """One valid 1.x MessagePiece dict."""
-    return builders.piece(
-        conversation_id=conversation_id,
-        sequence=sequence,
-        role=role,
-        original_value=text if text is not None else f"{role} turn {sequence} of {conversation_id}",
-        timestamp=_ts(offset),
-        converter_identifiers=[ROT13] if converted else [],
-        **overrides,
-    )
+    value = text if text is not None else f"{role} turn {sequence} of {conversation_id}"
+    defaults = {
+        "conversation_id": conversation_id,
+        "sequence": sequence,
+        "role": role,
+        "original_value": value,
+        "timestamp": _ts(offset),
+        "converter_identifiers": [ROT13] if converted else [],
+    }
+    return builders.piece(**(defaults | overrides))
 
 
 def conversation_pieces(n_pieces: int, conversation_id: str | None = None) -> list[dict[str, Any]]:
@@ -76,28 +77,28 @@ SUBSTRING_SCORER = {
 
 def score(piece_row: dict[str, Any], value: str = "true", **overrides: Any) -> dict[str, Any]:
     """A valid 1.x true_false Score dict on a piece."""
-    return builders.score(
-        score_value=value,
-        scorer_class_identifier=SUBSTRING_SCORER,
-        message_piece_id=piece_row["id"],
-        scorable={"scorable_type": "message", "message_piece_ids": [piece_row["id"]]},
-        timestamp=piece_row["timestamp"],
-        objective="Explain",
-        **overrides,
-    )
+    defaults = {
+        "score_value": value,
+        "scorer_class_identifier": SUBSTRING_SCORER,
+        "message_piece_id": piece_row["id"],
+        "scorable": {"scorable_type": "message", "message_piece_ids": [piece_row["id"]]},
+        "timestamp": piece_row["timestamp"],
+        "objective": "Explain",
+    }
+    return builders.score(**(defaults | overrides))
 
 
 def attack_result(conversation_id: str, **overrides: Any) -> dict[str, Any]:
     """A minimal valid 1.x AttackResult dict."""
-    return builders.attack_result(
-        conversation_id=conversation_id,
-        objective="Explain how to pick a lock",
-        atomic_attack_identifier=None,
-        timestamp=_ts(0),
-        labels={"operation": "op1", "operator": "roakey"},
-        targeted_harm_categories=["illegal"],
-        **overrides,
-    )
+    defaults = {
+        "conversation_id": conversation_id,
+        "objective": "Explain how to pick a lock",
+        "atomic_attack_identifier": None,
+        "timestamp": _ts(0),
+        "labels": {"operation": "op1", "operator": "roakey"},
+        "targeted_harm_categories": ["illegal"],
+    }
+    return builders.attack_result(**(defaults | overrides))
 
 
 TARGET = {
