@@ -131,13 +131,6 @@ def export_seed(seed: Seed, shape: str = "1.x") -> dict[str, Any]:
     return {key: values[key] for key in keys}
 
 
-def _shape(request: Request) -> str:
-    value = str(request.query_params.get("shape") or "1.x")
-    if value not in ("1.x", "0.13"):
-        raise ValidationError({"shape": "Use 1.x or 0.13."})
-    return value
-
-
 @extend_schema_view(
     list=extend_schema(summary="List seeds", parameters=[SEED_SHAPE_PARAMETER], responses=SeedOut),
     retrieve=extend_schema(
@@ -157,8 +150,11 @@ class SeedViewSet(ShapedReadViewSet):
         return Seed.objects.select_related("group")
 
     def requested_shape(self, request: Request) -> str:
-        """Seeds are always exported as 1.x unless 0.13 is asked for."""
-        return _shape(request)
+        """Seeds are exported as 1.x unless 0.13 is asked for (no stored shape)."""
+        value = str(request.query_params.get("shape") or "1.x")
+        if value not in ("1.x", "0.13"):
+            raise ValidationError({"shape": "Use 1.x or 0.13."})
+        return value
 
     def export_rows(self, rows: Sequence[Any], shape: str) -> list[dict[str, Any]]:
         """Each seed in its shape."""

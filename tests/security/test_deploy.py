@@ -56,15 +56,23 @@ def _production_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _probe(**extra: str) -> subprocess.CompletedProcess[str]:
+SETUP = "import django; django.setup()"
+
+
+def _python(code: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run `code` in a fresh interpreter at the repository root with exactly `env`."""
     return subprocess.run(
-        [sys.executable, "-c", PROBE],
+        [sys.executable, "-c", code],
         cwd=REPO_ROOT,
-        env=_production_env(**extra),
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def _probe(**extra: str) -> subprocess.CompletedProcess[str]:
+    return _python(PROBE, _production_env(**extra))
 
 
 def test_check_deploy_is_clean_with_production_settings() -> None:
@@ -87,14 +95,7 @@ def test_check_deploy_is_clean_with_production_settings() -> None:
 def test_production_refuses_to_start_without_secret_key() -> None:
     env = _production_env()
     env.pop("SECRET_KEY")
-    result = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = _python(SETUP, env)
     assert result.returncode != 0
     assert "SECRET_KEY" in result.stderr
 
@@ -112,14 +113,7 @@ def test_media_storage_s3_selects_django_storages_with_private_objects() -> None
 
 def test_unknown_media_storage_is_refused() -> None:
     env = _production_env(MEDIA_STORAGE="ftp")
-    result = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = _python(SETUP, env)
     assert result.returncode != 0
     assert "MEDIA_STORAGE" in result.stderr
 
@@ -128,23 +122,13 @@ def test_a_checkout_env_file_supplies_the_key_and_the_environment_wins(tmp_path:
     """`make` writes .env with a random key so manage.py works in a development checkout."""
     env_file = tmp_path / "dotenv"
     env_file.write_text("SECRET_KEY=from-the-env-file-" + "k" * 40 + "\n")
-    show_key = (
-        "import django; django.setup(); "
-        "from django.conf import settings; print(settings.SECRET_KEY)"
-    )
+    show_key = SETUP + "; from django.conf import settings; print(settings.SECRET_KEY)"
 
     def secret_key(**extra: str) -> str:
         env = _production_env(ENV_FILE=str(env_file), **extra)
         if "SECRET_KEY" not in extra:
             env.pop("SECRET_KEY")
-        result = subprocess.run(
-            [sys.executable, "-c", show_key],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        result = _python(show_key, env)
         assert result.returncode == 0, result.stderr
         return result.stdout.strip()
 
