@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, date, datetime, time
 from typing import Any
 
 import django_filters as df
@@ -25,8 +24,6 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
-from django.utils import timezone
-from django.utils.dateparse import parse_date, parse_datetime
 
 from memory.lookups import JSONHasElement, JSONHasKeyValue, pieces_matching
 from memory.models import (
@@ -36,6 +33,7 @@ from memory.models import (
     MessagePiece,
     PieceConverter,
 )
+from redteam.datebounds import DateBoundFilter
 from redteam.pyrit_enums import (
     ATTACK_OUTCOMES,
     CHAT_MESSAGE_ROLES,
@@ -124,39 +122,6 @@ class MultiChoiceField(MultiValueCharField):
         return values
 
 
-class DateOrDateTimeField(forms.Field):
-    """A date (``2026-11-22``) or an ISO datetime; naive datetimes are taken as UTC."""
-
-    def __init__(self, *, end_of_day: bool = False, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.end_of_day = end_of_day
-
-    def to_python(self, value: Any) -> datetime | None:
-        """Parse to an aware datetime; a bare date means the start (or end) of that day."""
-        if value in (None, ""):
-            return None
-        text = str(value).strip()
-        # A "+01:00" offset typed into a URL arrives as " 01:00" (a plus is a space there).
-        text = re.sub(r"(T\d\d:\d\d(?::\d\d(?:\.\d+)?)?) (\d\d:?\d\d)$", r"\1+\2", text)
-        try:
-            parsed_dt = parse_datetime(text)
-            parsed_d = None if parsed_dt else parse_date(text)
-        except ValueError:
-            parsed_dt = parsed_d = None
-        if parsed_dt is not None:
-            if timezone.is_naive(parsed_dt):
-                parsed_dt = timezone.make_aware(parsed_dt, UTC)
-            try:
-                # In UTC: PostgreSQL refuses offsets beyond +-15:59 that Python accepts
-                # (up to +-23:59), which would otherwise surface as a 500.
-                return parsed_dt.astimezone(UTC)
-            except OverflowError:
-                raise ValidationError("That datetime is out of range.", code="invalid") from None
-        if parsed_d is not None:
-            return _day_bound(parsed_d, self.end_of_day)
-        raise ValidationError("Enter a date (YYYY-MM-DD) or an ISO 8601 datetime.", code="invalid")
-
-
 class StrictBooleanField(forms.Field):
     """true/false (also 1/0, yes/no); anything else is an error rather than "no filter"."""
 
@@ -187,10 +152,6 @@ class StrictBooleanFilter(df.Filter):
         if value is None:
             return qs
         return super().filter(qs, value)
-
-
-def _day_bound(d: date, end: bool) -> datetime:
-    return datetime.combine(d, time.max if end else time.min, tzinfo=UTC)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,17 +246,6 @@ class ChoicesFilter(MultiValueFilter):
     def apply(self, qs: QuerySet[Any], value: list[str]) -> QuerySet[Any]:
         """Column IN values."""
         return qs.filter(**{f"{self.field_name}__in": value})
-
-
-class DateBoundFilter(df.Filter):
-    """Inclusive lower (``gte``) or upper (``lte``) bound on a timestamp column."""
-
-    field_class = DateOrDateTimeField
-
-    def __init__(self, *, bound: str, **kwargs: Any) -> None:
-        if bound == "lte":
-            kwargs["end_of_day"] = True
-        super().__init__(lookup_expr=bound, **kwargs)
 
 
 def _target_condition(value: str, hash_field: str, class_field: str) -> Q:

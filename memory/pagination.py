@@ -13,16 +13,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Field, Model, Q, QuerySet
+
+from redteam.cursors import INVALID_CURSOR, MAX_CURSOR_CHARS, BadCursor, clean_cursor_value
+
+__all__ = ["BadCursor", "KeysetPage", "encode_cursor", "keyset_page", "page_size"]
 
 M = TypeVar("M", bound=Model)
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
-
-
-class BadCursor(ValueError):
-    """The cursor parameter is not one this server issued."""
 
 
 @dataclass
@@ -40,17 +40,21 @@ def encode_cursor(direction: str, ts: datetime, pk: Any) -> str:
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
-def decode_cursor(token: str) -> tuple[str, datetime, str]:
-    """Parse a token made by encode_cursor; BadCursor for anything else."""
+def decode_cursor(token: str) -> tuple[str, str, str]:
+    """Split a token made by encode_cursor into its raw parts; BadCursor for anything else."""
+    if len(token) > MAX_CURSOR_CHARS:
+        raise BadCursor(INVALID_CURSOR)
     try:
         padded = token + "=" * (-len(token) % 4)
-        direction, ts, pk = json.loads(base64.urlsafe_b64decode(padded.encode()).decode())
-        parsed = datetime.fromisoformat(ts)
-    except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as exc:
-        raise BadCursor("Invalid cursor.") from exc
-    if direction not in ("n", "p") or not isinstance(pk, str) or parsed.tzinfo is None:
-        raise BadCursor("Invalid cursor.")
-    return direction, parsed, pk
+        parts = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")).decode())
+    except (ValueError, TypeError, binascii.Error, RecursionError) as exc:
+        raise BadCursor(INVALID_CURSOR) from exc
+    if not isinstance(parts, list) or len(parts) != 3 or parts[0] not in ("n", "p"):
+        raise BadCursor(INVALID_CURSOR)
+    direction, ts, pk = parts
+    if not isinstance(ts, str) or not isinstance(pk, str):
+        raise BadCursor(INVALID_CURSOR)
+    return direction, ts, pk
 
 
 def page_size(raw: str | None) -> int:
@@ -62,11 +66,27 @@ def page_size(raw: str | None) -> int:
     return max(1, min(MAX_PAGE_SIZE, value))
 
 
+def _field(qs: QuerySet[M], name: str) -> Field[Any, Any]:
+    """The model field a cursor value is compared with."""
+    field = qs.model._meta.get_field(name)
+    assert isinstance(field, Field), name
+    return field
+
+
 def keyset_page(
     qs: QuerySet[M], *, ts_field: str, pk_field: str, cursor: str | None, size: int
 ) -> KeysetPage[M]:
-    """Fetch one page (one query) ordered by ``ts_field`` then ``pk_field``, both descending."""
-    direction, ts, pk = decode_cursor(cursor) if cursor else ("n", None, None)
+    """Fetch one page (one query) ordered by ``ts_field`` then ``pk_field``, both descending.
+
+    A cursor whose values no row could hold (BadCursor) is refused before any query.
+    """
+    ts: datetime | None = None
+    pk: Any = None
+    direction = "n"
+    if cursor:
+        direction, raw_ts, raw_pk = decode_cursor(cursor)
+        ts = clean_cursor_value(_field(qs, ts_field), raw_ts)
+        pk = clean_cursor_value(_field(qs, pk_field), raw_pk)
     if direction == "n":
         if ts is not None:
             # The plain bound lets the planner start the index scan at the cursor.

@@ -13,7 +13,7 @@ from django.apps import apps
 from django.core.files.storage import default_storage
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
@@ -77,7 +77,7 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
     # Queries: session, user, permissions (2), class-name suggestions, one page of rows.
     filterset = ConversationFilterSet(request.GET, queryset=conversations_for_list())
     rows: list[Conversation] = []
-    next_cursor = previous_cursor = None
+    next_cursor = previous_cursor = cursor_error = None
     status = 200
     if filterset.is_valid():
         try:
@@ -88,9 +88,10 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
                 cursor=request.GET.get("cursor") or None,
                 size=page_size(request.GET.get("size")),
             )
-        except BadCursor:
-            return HttpResponseBadRequest("Invalid cursor.")
-        rows, next_cursor, previous_cursor = page.rows, page.next_cursor, page.previous_cursor
+            rows, next_cursor, previous_cursor = page.rows, page.next_cursor, page.previous_cursor
+        except BadCursor as exc:
+            # The form and a link to the first page with the same filters, as a 400.
+            status, cursor_error = 400, str(exc)
     else:
         status = 400
     context = {
@@ -98,6 +99,7 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
         "rows": rows,
         "next_cursor": next_cursor,
         "previous_cursor": previous_cursor,
+        "cursor_error": cursor_error,
         "has_filters": any(k not in ("cursor", "size") for k in request.GET),
         **filter_form_context(request),
     }

@@ -6,16 +6,21 @@ A redteam core module (no app imports) so seeds, memory and scoring API views ca
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Sequence
 from typing import Any, Literal
+from urllib import parse
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import mixins, viewsets
 from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import CursorPagination
+from rest_framework.pagination import Cursor, CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
+
+from redteam.cursors import INVALID_CURSOR, MAX_CURSOR_CHARS, BadCursor, clean_cursor_value
 
 Shape = Literal["1.x", "0.13"]
 SHAPES: tuple[str, ...] = ("1.x", "0.13")
@@ -33,12 +38,61 @@ SHAPE_PARAMETER = OpenApiParameter(
 
 
 class KeysetPagination(CursorPagination):
-    """Cursor pagination on a stable, indexed ordering; no COUNT over the table."""
+    """Cursor pagination on a stable, indexed ordering; no COUNT over the table.
+
+    A cursor this server did not issue is a 400 naming the `cursor` parameter (DRF's own
+    answer is a 404, and a position of the wrong type reached the database as a 500).
+    """
 
     page_size = 100
     page_size_query_param = "page_size"
     max_page_size = 1000
     ordering: Any = ("-timestamp", "-id")
+    invalid_cursor_message = INVALID_CURSOR
+    position_field: Any = None
+
+    def paginate_queryset(
+        self, queryset: Any, request: Request, view: Any = None
+    ) -> list[Any] | None:
+        """Remember the model field the position is compared with, then paginate."""
+        ordering = self.get_ordering(request, queryset, view)
+        self.position_field = queryset.model._meta.get_field(ordering[0].lstrip("-"))
+        return super().paginate_queryset(queryset, request, view)
+
+    def decode_cursor(self, request: Request) -> Cursor | None:
+        """The cursor with its position converted to the ordering field's type, or a 400."""
+        raw = request.query_params.get(self.cursor_query_param)
+        if not raw:
+            return None
+        try:
+            return self._strict_cursor(raw)
+        except BadCursor:
+            raise ValidationError({self.cursor_query_param: [INVALID_CURSOR]}) from None
+
+    def _strict_cursor(self, raw: str) -> Cursor:
+        """Parse exactly what encode_cursor writes (DRF's own parser forgives garbage)."""
+        if len(raw) > MAX_CURSOR_CHARS:
+            raise BadCursor(INVALID_CURSOR)
+        try:
+            text = base64.b64decode(raw.encode("ascii"), validate=True).decode("ascii")
+            pairs = parse.parse_qsl(text, keep_blank_values=True, strict_parsing=True)
+        except (ValueError, binascii.Error):
+            raise BadCursor(INVALID_CURSOR) from None
+        tokens = dict(pairs)
+        if len(tokens) != len(pairs) or not set(tokens) <= {"o", "r", "p"}:
+            raise BadCursor(INVALID_CURSOR)
+        offset = tokens.get("o", "0")
+        if not offset.isdigit() or int(offset) > self.offset_cutoff:
+            raise BadCursor(INVALID_CURSOR)
+        if tokens.get("r", "0") not in ("0", "1"):
+            raise BadCursor(INVALID_CURSOR)
+        position = tokens.get("p")
+        if position is not None:
+            # Back to text, as DRF compares positions with str() of rows' values.
+            position = str(clean_cursor_value(self.position_field, position))
+        # DRF's stubs type the position as an int; DRF itself keeps the text.
+        reverse = tokens.get("r") == "1"
+        return Cursor(offset=int(offset), reverse=reverse, position=position)  # type: ignore[arg-type]
 
 
 def cursor_pagination(*ordering: str) -> type[KeysetPagination]:

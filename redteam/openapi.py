@@ -42,10 +42,10 @@ def add_error_responses(
             }
             if operation.get("requestBody") or any(p.get("in") == "query" for p in params):
                 extra["400"] = "Invalid query parameters or body."
+            if any(p.get("name") == "cursor" for p in params):
+                extra["400"] = "Invalid query parameters, or a cursor this list did not hand out."
             if any(p.get("in") == "path" for p in params):
                 extra["404"] = "No such object."
-            elif any(p.get("name") == "cursor" for p in params):
-                extra["404"] = "The cursor is not one this list handed out."
             if operation.get("requestBody"):
                 extra["415"] = "The body's content type is not accepted."
             for code, description in extra.items():

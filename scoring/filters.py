@@ -15,13 +15,13 @@ from drf_spectacular.utils import extend_schema_field
 from memory.filters import (
     HASH_RE,
     ChoicesFilter,
-    DateBoundFilter,
     ElementFilter,
     InFilter,
     MultiValueFilter,
     UUIDInFilter,
 )
 from memory.models import MessagePiece
+from redteam.datebounds import DateBoundFilter
 from redteam.pyrit_enums import SCORE_STATUSES, SCORE_TYPES
 from scoring.models import Score, ScoreSource
 

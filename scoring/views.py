@@ -361,20 +361,25 @@ def _render_result_page(
     request: HttpRequest, view: str | None, template: str, extra: dict[str, Any]
 ) -> HttpResponse:
     """One page of filtered attack results (400 for a bad cursor or invalid filters)."""
+    cursor_error = None
     try:
         filterset, rows, next_cursor, previous_cursor = _result_rows(request, view)
-    except BadCursor:
-        return HttpResponseBadRequest("Invalid cursor.")
+    except BadCursor as exc:
+        # The form and a link to the first page with the same filters, as a 400.
+        cursor_error = str(exc)
+        filterset = AttackResultFilterSet(request.GET, queryset=attack_results_for_list())
+        rows, next_cursor, previous_cursor = [], None, None
     context = {
         "filterset": filterset,
         "rows": rows,
         "next_cursor": next_cursor,
         "previous_cursor": previous_cursor,
+        "cursor_error": cursor_error,
         "review_views": REVIEW_VIEWS,
         **extra,
         **filter_form_context(request),
     }
-    status = 200 if filterset.is_valid() else 400
+    status = 200 if filterset.is_valid() and cursor_error is None else 400
     return render(request, template, context, status=status)
 
 

@@ -9,14 +9,13 @@ reproduces on SQLite and PostgreSQL alike.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from typing import Any
 
 import django_filters as df
 from django import forms
 from django.db.models import QuerySet
-from django.utils import timezone
 
+from redteam.datebounds import DateBoundFilter
 from redteam.pyrit_enums import PROMPT_DATA_TYPES, SEED_TYPES
 from seeds.models import Seed
 
@@ -37,25 +36,6 @@ class _RepeatableField(forms.Field):
         if len(cleaned) > MAX_VALUES or any(len(v) > 300 for v in cleaned):
             raise forms.ValidationError(f"At most {MAX_VALUES} values of 300 characters.")
         return cleaned
-
-
-class _UtcIsoDateTimeField(df.fields.IsoDateTimeField):
-    """ISO datetime compared in UTC: PostgreSQL refuses offsets beyond +-15:59 (Python allows
-    +-23:59), which would otherwise surface as a 500."""
-
-    def to_python(self, value: Any) -> datetime | None:
-        """Parse, then convert to UTC; out-of-range results are a validation error."""
-        parsed = super().to_python(value)
-        if parsed is None or timezone.is_naive(parsed):
-            return parsed
-        try:
-            return parsed.astimezone(UTC)
-        except OverflowError:
-            raise forms.ValidationError("That datetime is out of range.") from None
-
-
-class _UtcIsoDateTimeFilter(df.IsoDateTimeFilter):
-    field_class = _UtcIsoDateTimeField
 
 
 class _AllSubstringsFilter(df.Filter):
@@ -99,8 +79,8 @@ class SeedFilterSet(df.FilterSet):
     added_by = df.CharFilter(field_name="added_by", max_length=255)
     source = df.CharFilter(field_name="source", max_length=2000)
     prompt_group_id = df.UUIDFilter(field_name="group__prompt_group_id")
-    after = _UtcIsoDateTimeFilter(field_name="date_added", lookup_expr="gte")
-    before = _UtcIsoDateTimeFilter(field_name="date_added", lookup_expr="lte")
+    after = DateBoundFilter(field_name="date_added", bound="gte")
+    before = DateBoundFilter(field_name="date_added", bound="lte")
 
     class Meta:
         model = Seed

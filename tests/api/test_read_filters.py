@@ -163,7 +163,7 @@ def test_cursor_pagination_visits_every_row_once(api: APIClient, run11: Any) -> 
         response = api.get(body["next"])
     assert len(seen) == len(set(seen)) == len(run11["message_pieces"])
     assert pages == -(-len(seen) // 4)
-    assert api.get("/api/v1/message-pieces/", {"cursor": "garbage"}).status_code == 404
+    assert api.get("/api/v1/message-pieces/", {"cursor": "garbage"}).status_code == 400
 
 
 def test_shape_parameter(api: APIClient, run11: Any) -> None:
