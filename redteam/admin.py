@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from rest_framework_api_key.admin import APIKeyModelAdmin
 
-from redteam.models import ApiKey, AuditEvent, MediaBlob
+from redteam.models import ApiKey, ApiKeyFailureWindow, AuditEvent, MediaBlob
 
 
 @admin.register(ApiKey)
@@ -25,6 +25,23 @@ class ApiKeyAdmin(APIKeyModelAdmin):
             key.save(update_fields=["revoked"])
             revoked += 1
         self.message_user(request, f"Revoked {revoked} API key(s).", messages.SUCCESS)
+
+
+@admin.register(ApiKeyFailureWindow)
+class ApiKeyFailureWindowAdmin(admin.ModelAdmin):
+    """Failed API key attempts per address; deleting a row lifts that address's lockout."""
+
+    list_display = ["address", "failures", "window_started_at"]
+    search_fields = ["=address"]
+    ordering = ["-window_started_at"]
+
+    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        """Rows are written by failed attempts only."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        """Counts are not edited, only deleted (to unlock)."""
+        return False
 
 
 @admin.register(MediaBlob)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
-from rest_framework_api_key.models import AbstractAPIKey
+from rest_framework_api_key.models import AbstractAPIKey, APIKeyManager
 
 
 class MediaBlob(models.Model):
@@ -41,22 +44,89 @@ class ApiKeyScope(models.TextChoices):
     READ = "read", "read"
 
 
+def validate_scopes(value: Any) -> None:
+    """A key's scopes are a list of distinct known scope names; anything else is refused."""
+    known = ApiKeyScope.values
+    if (
+        not isinstance(value, list)
+        or not all(isinstance(s, str) and s in known for s in value)
+        or len(set(value)) != len(value)
+    ):
+        raise ValidationError(
+            'Scopes are a JSON list drawn from %(known)s, e.g. ["read"].',
+            params={"known": ", ".join(f'"{s}"' for s in known)},
+            code="invalid_scopes",
+        )
+
+
+def granted_scopes(value: Any) -> frozenset[str]:
+    """The scopes a stored value grants: all of a well-formed list, nothing for anything else.
+
+    Membership on arbitrary JSON would let `{"read": false}` or `"readonly"` grant `read`.
+    """
+    try:
+        validate_scopes(value)
+    except ValidationError:
+        return frozenset()
+    return frozenset(value)
+
+
+class ApiKeyManager(APIKeyManager):
+    """Creates keys only with valid scopes, however they are created (admin, command, shell)."""
+
+    def create_key(self, **kwargs: Any) -> tuple[Any, str]:
+        """Validate `scopes` (ValidationError), then create the key and return (row, secret)."""
+        validate_scopes(kwargs.get("scopes", []))
+        return super().create_key(**kwargs)
+
+
 class ApiKey(AbstractAPIKey):
     """A per-user API key, stored hashed; scopes limit it to ingestion and/or reads."""
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys"
     )
-    scopes = models.JSONField(default=list, help_text='Any of "ingest", "read".')
+    scopes = models.JSONField(
+        default=list,
+        validators=[validate_scopes],
+        help_text='A list of "ingest" and/or "read", e.g. ["read"].',
+    )
     last_used_at = models.DateTimeField(null=True, blank=True)
+
+    objects: ClassVar[ApiKeyManager] = ApiKeyManager()
 
     class Meta(AbstractAPIKey.Meta):
         verbose_name = "API key"
         verbose_name_plural = "API keys"
 
+    def clean(self) -> None:
+        """Store scopes in one order, so equal keys compare and display alike."""
+        super().clean()
+        if granted_scopes(self.scopes):
+            self.scopes = sorted(self.scopes)
+
     def has_scope(self, scope: str) -> bool:
-        """True when the key carries the scope."""
-        return scope in (self.scopes or [])
+        """True when the key's (well-formed) scopes include `scope`."""
+        return scope in granted_scopes(self.scopes)
+
+
+class ApiKeyFailureWindow(models.Model):
+    """Failed API key attempts from one client address since `window_started_at`.
+
+    One row per address, counted in the database so every app server sees the same count
+    (like django-axes' login attempts). Rows of past windows are reset when that address fails
+    again; deleting a row in the admin lifts its lockout at once.
+    """
+
+    address = models.GenericIPAddressField(unique=True)
+    window_started_at = models.DateTimeField()
+    failures = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name = "API key failure window"
+
+    def __str__(self) -> str:
+        return f"{self.address}: {self.failures} since {self.window_started_at:%Y-%m-%d %H:%M}"
 
 
 class AuditEvent(models.Model):

@@ -182,6 +182,12 @@ AXES_RESET_ON_SUCCESS = True
 # X-Forwarded-For; with 0 (no proxy) it is REMOTE_ADDR, which a client cannot forge.
 REDTEAM_TRUSTED_PROXY_COUNT: int = env.int("REDTEAM_TRUSTED_PROXY_COUNT", default=0)
 AXES_CLIENT_IP_CALLABLE = "redteam.security.client_ip"
+# API key guessing: after REDTEAM_API_KEY_FAILURE_LIMIT failed keys from one client address
+# (the same address as above, so proxies are handled alike) within
+# REDTEAM_API_KEY_FAILURE_WINDOW seconds, that address gets 429 with Retry-After until the
+# window ends, even with a correct key. 0 turns the limit off.
+REDTEAM_API_KEY_FAILURE_LIMIT: int = env.int("REDTEAM_API_KEY_FAILURE_LIMIT", default=20)
+REDTEAM_API_KEY_FAILURE_WINDOW: int = env.int("REDTEAM_API_KEY_FAILURE_WINDOW", default=900)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"

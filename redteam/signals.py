@@ -9,7 +9,7 @@ from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 
 from redteam.audit import record_audit
-from redteam.models import ApiKey
+from redteam.models import ApiKey, granted_scopes
 
 OBJECT_TYPE = "api_key"
 
@@ -19,7 +19,7 @@ def _key_detail(key: ApiKey) -> dict[str, Any]:
     return {
         "name": key.name,
         "user": key.user.get_username() if key.user_id else None,
-        "scopes": list(key.scopes or []),
+        "scopes": sorted(granted_scopes(key.scopes)),
     }
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from redteam.audit import acting_as
-from redteam.models import ApiKey, ApiKeyScope
+from redteam.models import ApiKey, ApiKeyScope, validate_scopes
 
 
 class Command(BaseCommand):
@@ -37,14 +38,17 @@ class Command(BaseCommand):
         if not user.is_active:
             raise CommandError(f"User {username!r} is inactive.")
 
-        scopes = [s.strip() for s in str(options["scopes"]).split(",") if s.strip()]
-        valid = set(ApiKeyScope.values)
-        unknown = sorted(set(scopes) - valid)
-        if not scopes or unknown:
+        raw_scopes = str(options["scopes"])
+        scopes = sorted({s.strip() for s in raw_scopes.split(",") if s.strip()})
+        try:
+            validate_scopes(scopes)
+        except ValidationError:
+            scopes = []
+        if not scopes:
             raise CommandError(
-                f"Unknown or missing scopes {unknown or scopes}; choose from {sorted(valid)}."
+                f"Unknown or missing scopes in {raw_scopes!r}; choose from "
+                f"{', '.join(ApiKeyScope.values)}."
             )
-        scopes = sorted(set(scopes))
         name = (options["name"] or f"{username} {'+'.join(scopes)}")[:50]
 
         # redteam/signals.py records the creation in the audit trail, attributed to the command.
