@@ -15,6 +15,7 @@ class ScoringConfig(AppConfig):
     def ready(self) -> None:
         """Create the reviewer and read-only roles after migrate (scoring migrates last)."""
         from redteam.roles import ensure_roles_after_migrate
+        from scoring import signals  # noqa: F401  (connects the verdict deletion audit)
 
         post_migrate.connect(
             ensure_roles_after_migrate, sender=self, dispatch_uid="redteam.ensure_roles"

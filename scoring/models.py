@@ -68,6 +68,9 @@ class Score(models.Model):
     reviewer = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
+    # The verdict form's one-time token: a double click or a retried POST of the same form
+    # finds its row through the unique constraint below instead of storing a second verdict.
+    verdict_submission = models.UUIDField(null=True, blank=True, editable=False)
     ingested_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -86,6 +89,9 @@ class Score(models.Model):
                     | models.Q(status="complete", score_value__isnull=False)
                 ),
                 name="score_value_null_iff_undetermined",
+            ),
+            models.UniqueConstraint(
+                fields=["reviewer", "verdict_submission"], name="verdict_submitted_once"
             ),
         ]
         indexes = [

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
@@ -190,6 +190,41 @@ def _score_value(value: bool | float, score_type: str) -> str:
     raise ValidationError("Verdicts are true_false or float_scale.", code="invalid_type")
 
 
+def _insert_verdict(
+    *,
+    attack_result: AttackResult,
+    reviewer: Any,
+    score_value: str,
+    score_type: str,
+    rationale: str,
+    piece_id: Any,
+    scorer: ParsedIdentifier,
+    submission: uuid.UUID | None,
+) -> Score:
+    """INSERT the human Score row of a verdict (IntegrityError for a repeated submission)."""
+    return Score.objects.create(
+        id=uuid.uuid4(),
+        score_value=score_value,
+        status="complete",
+        score_value_description=VERDICT_DESCRIPTION,
+        score_type=score_type,
+        score_category=list(attack_result.targeted_harm_categories or []) or None,
+        score_rationale=rationale,
+        score_metadata={},
+        scorer_identifier_id=scorer.hash,
+        scorer_dump_id=scorer.digest,
+        scorer_class=HUMAN_SCORER_CLASS,
+        message_piece_id=piece_id,
+        timestamp=timezone.now(),
+        objective=attack_result.objective,
+        pyrit_version=LINE_PYRIT_VERSIONS["1.1"],
+        source=ScoreSource.HUMAN,
+        attack_result=attack_result,
+        reviewer=reviewer,
+        verdict_submission=submission,
+    )
+
+
 @transaction.atomic
 def record_verdict(
     *,
@@ -198,12 +233,18 @@ def record_verdict(
     value: bool | float,
     score_type: str,
     rationale: str,
+    submission: uuid.UUID | None = None,
 ) -> Score:
     """Store a reviewer's verdict on an attack result as a human Score, and audit it.
 
+    `submission` is the verdict form's one-time token: the same form posted again (double
+    click, retry, concurrent requests) returns the row the first post stored, enforced by the
+    `verdict_submitted_once` unique constraint rather than a check before the insert.
+
     Queries: permission check (cached per user), INSERT identifier, INSERT dump, SELECT the
     last response's original_prompt_id, INSERT score, UPDATE the conversation's outcome
-    summary (when this is its newest result), INSERT audit event.
+    summary (when this is its newest result), INSERT audit event. A repeated submission stops
+    after the refused INSERT with one SELECT of the stored row.
     """
     if not can_record_verdicts(reviewer):
         raise PermissionDenied("Recording verdicts needs the reviewer role.")
@@ -226,26 +267,35 @@ def record_verdict(
             .values_list("original_prompt_id", flat=True)
             .first()
         )
-    score = Score.objects.create(
-        id=uuid.uuid4(),
-        score_value=score_value,
-        status="complete",
-        score_value_description=VERDICT_DESCRIPTION,
-        score_type=score_type,
-        score_category=list(attack_result.targeted_harm_categories or []) or None,
-        score_rationale=rationale,
-        score_metadata={},
-        scorer_identifier_id=scorer.hash,
-        scorer_dump_id=scorer.digest,
-        scorer_class=HUMAN_SCORER_CLASS,
-        message_piece_id=piece_id,
-        timestamp=timezone.now(),
-        objective=attack_result.objective,
-        pyrit_version=LINE_PYRIT_VERSIONS["1.1"],
-        source=ScoreSource.HUMAN,
-        attack_result=attack_result,
-        reviewer=reviewer,
-    )
+    try:
+        # A savepoint, so a refused duplicate leaves the outer transaction usable.
+        with transaction.atomic():
+            score = _insert_verdict(
+                attack_result=attack_result,
+                reviewer=reviewer,
+                score_value=score_value,
+                score_type=score_type,
+                rationale=rationale,
+                piece_id=piece_id,
+                scorer=scorer,
+                submission=submission,
+            )
+    except IntegrityError:
+        stored = Score.objects.filter(reviewer=reviewer, verdict_submission=submission).first()
+        if submission is None or stored is None:
+            raise
+        if (
+            stored.attack_result_id != attack_result.pk
+            or stored.score_value != score_value
+            or stored.score_type != score_type
+            or stored.score_rationale != rationale
+        ):
+            raise ValidationError(
+                "This form was already submitted with another verdict; reload the page to "
+                "record a new one.",
+                code="resubmitted",
+            ) from None
+        return stored
     # The conversation list reads this summary column, which follows the conversation's
     # newest result; human verdicts take precedence, so a verdict on that result updates it.
     conversation = Conversation.objects.filter(pk=attack_result.conversation_id)

@@ -122,6 +122,10 @@ class VerdictForm(forms.Form):
     value = forms.FloatField(required=False, min_value=0.0, max_value=1.0)
     rationale = forms.CharField(max_length=MAX_RATIONALE_CHARS, strip=True)
     next = forms.CharField(required=False, max_length=20)
+    # One token per rendered form: posting the same form twice records one verdict.
+    submission = forms.UUIDField(
+        error_messages={"required": "The form is incomplete; reload the page."}
+    )
 
     def clean(self) -> dict[str, Any]:
         """A float verdict needs its value."""
@@ -237,6 +241,7 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
         "legacy_attack_tree": legacy_attack_tree,
         "can_verdict": can_verdict,
         "verdict_form": VerdictForm(initial={"verdict": "true"}),
+        "verdict_submission": uuid.uuid4(),
         **_promote_context(request.user),
         **_queue_neighbours(request, results[0] if results else None),
     }
@@ -283,6 +288,7 @@ def verdict(request: HttpRequest, attack_result_id: uuid.UUID) -> HttpResponse:
             value=value,
             score_type=score_type,
             rationale=form.cleaned_data["rationale"],
+            submission=form.cleaned_data["submission"],
         )
     except ValidationError as exc:
         messages.error(request, f"Verdict not recorded: {' '.join(exc.messages)}")

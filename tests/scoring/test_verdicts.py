@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import pytest
@@ -20,6 +21,11 @@ from tests.memory.row_factories import make_attack_result, make_conversation
 from tests.scoring.row_factories import make_user
 
 pytestmark = pytest.mark.django_db
+
+
+def _token() -> str:
+    """A fresh verdict-form submission token, as the conversation page renders one."""
+    return str(uuid.uuid4())
 
 
 @pytest.fixture
@@ -132,7 +138,9 @@ def test_read_only_users_cannot_record_verdicts(result: Any, reader: User) -> No
 
 def test_verdict_post_records_and_returns_to_the_page(reviewer_client: Client, result: Any) -> None:
     url = reverse("scoring:verdict", args=[result.pk])
-    response = reviewer_client.post(url, {"verdict": "false", "rationale": "Refusal, not help."})
+    response = reviewer_client.post(
+        url, {"verdict": "false", "rationale": "Refusal, not help.", "submission": _token()}
+    )
     assert response.status_code == 302
     assert response["Location"].endswith("#verdicts")
     page = reviewer_client.get(response["Location"]).content.decode()
@@ -144,7 +152,9 @@ def test_verdict_post_records_and_returns_to_the_page(reviewer_client: Client, r
 
 def test_float_verdict_post(reviewer_client: Client, result: Any) -> None:
     url = reverse("scoring:verdict", args=[result.pk])
-    reviewer_client.post(url, {"verdict": "float", "value": "0.75", "rationale": "partial"})
+    reviewer_client.post(
+        url, {"verdict": "float", "value": "0.75", "rationale": "partial", "submission": _token()}
+    )
     score = Score.objects.get(source="human")
     assert (score.score_type, score.score_value) == ("float_scale", "0.75")
 
@@ -156,11 +166,14 @@ def test_float_verdict_post(reviewer_client: Client, result: Any) -> None:
         {"verdict": "float", "value": "2", "rationale": "too big"},
         {"verdict": "maybe", "rationale": "x"},
         {"verdict": "true", "rationale": ""},
+        {"verdict": "true", "rationale": "no token"},
+        {"verdict": "true", "rationale": "bad token", "submission": "not-a-uuid"},
     ],
 )
 def test_invalid_verdict_posts_store_nothing_and_say_why(
     reviewer_client: Client, result: Any, data: dict[str, str]
 ) -> None:
+    data = {"submission": _token(), **data} if "token" not in data["rationale"] else data
     response = reviewer_client.post(reverse("scoring:verdict", args=[result.pk]), data, follow=True)
     assert "Verdict not recorded" in response.content.decode()
     assert not Score.objects.filter(source="human").exists()
@@ -193,7 +206,7 @@ def test_record_and_next_moves_to_the_next_unreviewed_result(reviewer_client: Cl
     newer = make_attack_result(make_conversation(2))
     response = reviewer_client.post(
         reverse("scoring:verdict", args=[newer.pk]),
-        {"verdict": "true", "rationale": "x", "next": "unreviewed"},
+        {"verdict": "true", "rationale": "x", "next": "unreviewed", "submission": _token()},
     )
     expected = reverse("scoring:conversation_detail", args=[older.conversation_id])
     assert response["Location"] == f"{expected}?queue=unreviewed"

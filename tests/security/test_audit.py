@@ -199,7 +199,11 @@ def test_verdict_recorded_on_the_review_page_is_audited_with_the_reviewer(
     assert result is not None
     response = client.post(
         reverse("scoring:verdict", args=[result.pk]),
-        {"verdict": "true", "rationale": "the model gave working steps"},
+        {
+            "verdict": "true",
+            "rationale": "the model gave working steps",
+            "submission": "6a1f0c1e-0000-4000-8000-000000000001",
+        },
     )
     assert response.status_code == 302
     [event] = _events("verdict.recorded")

@@ -1,0 +1,42 @@
+"""Audit a human verdict however it is deleted (a cascade from its attack result, the shell).
+
+The admin refuses to delete verdicts (scoring/admin.py); this keeps the trail complete for
+every other path, with the verdict's content in the event since the row itself is gone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models.signals import post_delete
+from django.dispatch import receiver
+
+from redteam.audit import record_audit
+from scoring.models import Score, ScoreSource
+
+
+@receiver(post_delete, sender=Score)
+def _audit_verdict_deleted(sender: type[Score], instance: Score, **kwargs: Any) -> None:
+    """verdict.deleted on the attack result, holding everything the verdict said."""
+    if instance.source != ScoreSource.HUMAN:
+        return
+    record_audit(
+        action="verdict.deleted",
+        object_type="attack_result",
+        object_id=instance.attack_result_id or "",
+        detail={
+            "score_id": str(instance.id),
+            "score_type": instance.score_type,
+            "score_value": instance.score_value,
+            "score_rationale": instance.score_rationale,
+            "reviewer": _reviewer_name(instance),
+            "timestamp": instance.timestamp.isoformat() if instance.timestamp else None,
+        },
+        using=kwargs.get("using"),
+    )
+
+
+def _reviewer_name(score: Score) -> str | None:
+    """The reviewer's username, or None once their account is gone."""
+    reviewer = score.reviewer if score.reviewer_id else None
+    return reviewer.get_username() if reviewer is not None else None
