@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from rest_framework_api_key.admin import APIKeyModelAdmin
 
+from redteam.media import store_media_bytes
 from redteam.models import ApiKey, ApiKeyFailureWindow, AuditEvent, MediaBlob
 
 
@@ -44,11 +49,59 @@ class ApiKeyFailureWindowAdmin(admin.ModelAdmin):
         return False
 
 
+class MediaBlobAddForm(forms.ModelForm):
+    """Adding a blob means uploading its bytes: every other field is derived from them."""
+
+    file = forms.FileField(help_text="Stored once by its sha256; the type is sniffed.")
+
+    class Meta:
+        model = MediaBlob
+        fields: list[str] = []
+
+    def clean_file(self) -> Any:
+        """Refuse files over the media limit before reading them."""
+        upload = self.cleaned_data["file"]
+        limit = int(settings.REDTEAM_MAX_MEDIA_BYTES)
+        if upload.size > limit:
+            raise forms.ValidationError(f"The file is {upload.size} bytes; the limit is {limit}.")
+        return upload
+
+
 @admin.register(MediaBlob)
 class MediaBlobAdmin(admin.ModelAdmin):
     list_display = ["sha256", "content_type", "size", "created_at"]
     search_fields = ["=sha256"]
     readonly_fields = ["sha256", "size", "content_type", "storage_name", "uploaded_by"]
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm[Any]]:
+        """The upload form to add (a bare file name cannot make a blob); the model's to change."""
+        if obj is None:
+            kwargs["form"] = MediaBlobAddForm
+        return super().get_form(request, obj, change, **kwargs)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        """Only the file on the add page."""
+        if obj is None:
+            return ["file"]
+        return super().get_fields(request, obj)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        """Nothing read-only to show before the bytes exist."""
+        return [] if obj is None else self.readonly_fields
+
+    def save_model(self, request: HttpRequest, obj: MediaBlob, form: Any, change: bool) -> None:
+        """New blobs go through store_media_bytes, like API uploads (idempotent by sha256)."""
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        upload = form.cleaned_data["file"]
+        stored = store_media_bytes(upload.read(), filename=upload.name or "", user=request.user)
+        # The admin goes on to log and redirect to `obj`: make it the stored row.
+        for field in MediaBlob._meta.concrete_fields:
+            setattr(obj, field.attname, getattr(stored, field.attname))
+        obj._state.adding, obj._state.db = False, stored._state.db
 
 
 @admin.register(AuditEvent)
