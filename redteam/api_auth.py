@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import secrets
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from django.conf import settings
 from django.db import transaction
@@ -93,7 +93,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             self._fail(address, now, "Malformed API key.")
         return self._authenticate_key(key, address, now)
 
-    def _fail(self, address: str, now: datetime, message: str) -> None:
+    def _fail(self, address: str, now: datetime, message: str) -> NoReturn:
         """Count the failure; 429 once the address is over the limit, else 401."""
         if _limit() > 0:
             row = record_key_failure(address, now)
@@ -119,7 +119,6 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if api_key is None:
             ApiKey.objects.key_generator.verify(key, _DUMMY_HASHED_KEY)
             self._fail(address, now, "Invalid API key.")
-        assert api_key is not None
         valid = api_key.is_valid(key)
         if _limit() > 0 and api_key.locked_since is not None:
             raise _throttled(api_key.locked_since, now)
