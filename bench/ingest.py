@@ -314,6 +314,7 @@ COPY_COLUMNS = (
     "pyrit_version",
     "source_shape",
     "ingested_at",
+    "position",
 )
 
 
@@ -322,7 +323,8 @@ def copy_buffer(pieces: Sequence[dict[str, Any]]) -> bytes:
     now = datetime.now(UTC).isoformat()
     lines = io.StringIO()
     for p in pieces:
-        row = [p[c] for c in COPY_COLUMNS[:14]] + [None, "1.x", now]
+        # Every benchmark message has one piece, so each is first in its message.
+        row = [p[c] for c in COPY_COLUMNS[:14]] + [None, "1.x", now, 0]
         lines.write("\t".join(_copy_text(v) for v in row))
         lines.write("\n")
     return lines.getvalue().encode()

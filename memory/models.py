@@ -182,9 +182,12 @@ class MessagePiece(models.Model):
         on_delete=models.CASCADE,
         related_name="pieces",
         db_column="conversation_id",
-        db_index=False,  # covered by piece_conv_seq_idx
+        db_index=False,  # covered by piece_message_position
     )
     sequence = models.IntegerField()
+    # Place inside the message (pieces sharing conversation and sequence), 0 first: the order
+    # PyRIT returns them in, which is neither timestamp nor id order. Set once at ingestion.
+    position = models.PositiveIntegerField(default=0)
     role = models.CharField(max_length=32, choices=ROLE_CHOICES)
     timestamp = models.DateTimeField()
 
@@ -235,9 +238,12 @@ class MessagePiece(models.Model):
                 condition=_in("response_error", PROMPT_RESPONSE_ERRORS),
                 name="piece_response_error_valid",
             ),
+            # Also the index for (conversation_id, sequence) lookups and message order.
+            models.UniqueConstraint(
+                fields=["conversation", "sequence", "position"], name="piece_message_position"
+            ),
         ]
         indexes = [
-            models.Index(fields=["conversation", "sequence"], name="piece_conv_seq_idx"),
             models.Index(fields=["timestamp", "id"], name="piece_time_idx"),
             models.Index(fields=["converted_value_data_type"], name="piece_ctype_idx"),
             models.Index(fields=["converted_value_sha256"], name="piece_csha_idx"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db.models import Case, IntegerField, Prefetch, QuerySet, Value, When
+from django.db.models import Prefetch, QuerySet
 
 from memory.models import (
     AttackResult,
@@ -28,13 +28,6 @@ _RESULT_LIST_DEFERRED = (
     "metadata",
     "retry_events",
     "attribution_data",
-)
-
-
-_TEXT_FIRST = Case(
-    When(converted_value_data_type="text", then=Value(0)),
-    default=Value(1),
-    output_field=IntegerField(),
 )
 
 
@@ -73,9 +66,7 @@ def conversation_for_detail() -> QuerySet[Conversation]:
 
 def pieces_for_conversation(conversation_id: str) -> QuerySet[MessagePiece]:
     """A conversation's pieces in PyRIT order, with media, identifiers and converter chains."""
-    # PyRIT orders by sequence and keeps input order inside a message. That order is not
-    # stored, and pieces of one message share a timestamp, so text comes before media (as
-    # prompts are usually written) and the id breaks remaining ties deterministically.
+    # PyRIT orders by sequence and keeps its own order inside a message: the stored position.
     converters = PieceConverter.objects.select_related("identifier", "dump").order_by("position")
     return (
         MessagePiece.objects.filter(conversation_id=conversation_id)
@@ -87,7 +78,7 @@ def pieces_for_conversation(conversation_id: str) -> QuerySet[MessagePiece]:
             "scorer_identifier",
         )
         .prefetch_related(Prefetch("converters", queryset=converters))
-        .order_by("sequence", "timestamp", _TEXT_FIRST, "id")
+        .order_by("sequence", "position")
     )
 
 

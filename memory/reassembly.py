@@ -1,8 +1,9 @@
 """Conversation reassembly and Message validation, as PyRIT does it. Framework-free.
 
 Works on any objects or mappings that expose ``conversation_id``, ``sequence``, ``timestamp``
-and ``id`` (plus ``role`` and ``converted_value`` for validation): model rows, parsed ingest
-items, or plain dicts. PYRIT-MODEL.md section 3 is the reference.
+and ``id`` (plus ``role`` and ``converted_value`` for validation, and optionally the stored
+``position`` inside a message): model rows, parsed ingest items, or plain dicts.
+PYRIT-MODEL.md section 3 is the reference.
 """
 
 from __future__ import annotations
@@ -46,6 +47,12 @@ def _get(piece: Any, name: str) -> Any:
     return getattr(piece, name)
 
 
+def _position(piece: Any) -> int:
+    """The stored place inside the message; 0 for items that carry none (input order wins)."""
+    value = piece.get("position") if isinstance(piece, Mapping) else getattr(piece, "position", 0)
+    return value if isinstance(value, int) else 0
+
+
 def _conversation_key(piece: Any) -> str:
     # Model rows expose the FK column as conversation_id; dicts and parsed items too.
     return str(_get(piece, "conversation_id"))
@@ -84,8 +91,9 @@ def sort_message_pieces(pieces: Iterable[P]) -> list[P]:
             ts is not None and (earliest[key] is None or ts < earliest[key])
         ):
             earliest[key] = ts
-    # Python's sort is stable, so pieces sharing a sequence keep their input order, as in PyRIT.
-    # A conversation without any timestamp sorts after the timed ones (PyRIT always has one).
+    # Pieces sharing a sequence keep PyRIT's order: their stored position, else (the sort is
+    # stable) their input order, as in PyRIT. A conversation without any timestamp sorts
+    # after the timed ones (PyRIT always has one).
     return sorted(
         items,
         key=lambda p: (
@@ -93,6 +101,7 @@ def sort_message_pieces(pieces: Iterable[P]) -> list[P]:
             earliest[_conversation_key(p)] or 0,
             _conversation_key(p),
             _get(p, "sequence"),
+            _position(p),
         ),
     )
 

@@ -252,6 +252,11 @@ def _decide_pieces(
     )
     stored_by_id = {p.id: p for p in stored}
     stored_roles = {(p.conversation_id, p.sequence): p.role for p in stored}
+    # A piece added to a stored message goes after the pieces already there.
+    next_position: dict[tuple[str, int], int] = {}
+    for p in stored:
+        key = (p.conversation_id, p.sequence)
+        next_position[key] = max(next_position.get(key, 0), p.position + 1)
     matched = [pid for pid in ids if pid in stored_by_id]
     stored_converters: dict[uuid.UUID, list[str]] = {pid: [] for pid in matched}
     if matched:
@@ -298,6 +303,11 @@ def _decide_pieces(
     for i in candidates:
         if status.get(i) == "new":
             status[i] = "stored"
+    # Candidates are in request order within each message, so new pieces keep that order.
+    for piece in new:
+        position = next_position.get(piece.message_key, 0)
+        piece.row["position"] = position
+        next_position[piece.message_key] = position + 1
     if new:
         shas = _media_shas(new)
         blobs = (

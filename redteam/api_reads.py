@@ -142,7 +142,8 @@ class MessagePieceViewSet(ShapedReadViewSet):
 
     filterset_class = MessagePieceFilterSet
     serializer_class = MessagePieceOut
-    pagination_class = cursor_pagination("-timestamp", "-id")
+    # Newest first; pieces of one message share a timestamp and come in message order.
+    pagination_class = cursor_pagination("-timestamp", "position", "-id")
 
     def get_queryset(self) -> QuerySet[MessagePiece]:
         """Pieces with every dump their PyRIT dict needs."""
@@ -172,7 +173,11 @@ class ConversationMessagesView(APIView):
         )
         if conversation is None:
             raise Http404
-        pieces = list(pieces_for_export().filter(conversation_id=conversation_id))
+        pieces = list(
+            pieces_for_export()
+            .filter(conversation_id=conversation_id)
+            .order_by("sequence", "position")
+        )
         exported = export_pieces_page(pieces, shape, with_scores=True)
         by_id = {piece.id: row for piece, row in zip(pieces, exported, strict=True)}
         messages = [

@@ -187,15 +187,19 @@ def make_piece(
     *,
     timestamp: datetime | None = None,
     piece_id: uuid.UUID | None = None,
+    position: int | None = None,
 ) -> MessagePiece:
-    """One stored piece (with its converter chain and media link)."""
+    """One stored piece (with its converter chain and media link), last in its message."""
     pid = piece_id or uuid.uuid4()
+    if position is None:
+        position = MessagePiece.objects.filter(conversation=conversation, sequence=sequence).count()
     converted = spec.converted if spec.converted is not None else spec.value
     converted_type = spec.converted_type or spec.data_type
     piece = MessagePiece.objects.create(
         id=pid,
         conversation=conversation,
         sequence=sequence,
+        position=position,
         role=spec.role,
         timestamp=timestamp or timezone.now(),
         original_value=spec.value,
@@ -256,8 +260,14 @@ def make_conversation(
     )
     t0 = start or timezone.now() - timedelta(hours=1)
     for sequence, specs in enumerate(messages):
-        for spec in specs:
-            make_piece(conversation, sequence, spec, timestamp=t0 + timedelta(seconds=sequence))
+        for position, spec in enumerate(specs):
+            make_piece(
+                conversation,
+                sequence,
+                spec,
+                timestamp=t0 + timedelta(seconds=sequence),
+                position=position,
+            )
     return refresh_summary(conversation)
 
 

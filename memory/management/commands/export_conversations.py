@@ -120,7 +120,11 @@ class Command(BaseCommand):
         write("[")
         ids = pieces.values("pk")
         for chunk in self._conversation_chunks(pieces):
-            rows = pieces_for_export().filter(pk__in=ids, conversation_id__in=chunk)
+            rows = (
+                pieces_for_export()
+                .filter(pk__in=ids, conversation_id__in=chunk)
+                .order_by("conversation_id", "sequence", "position")
+            )
             for row in export_pieces_with_scores(rows, shape):  # type: ignore[arg-type]
                 text = json.dumps(row, indent=4)
                 write(("," if count else "") + "\n    " + text.replace("\n", "\n    "))
