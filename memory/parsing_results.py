@@ -40,6 +40,7 @@ from redteam.pyrit_enums import (
     CONVERSATION_RETRY_REASONS,
     CONVERSATION_TYPES,
 )
+from redteam.roundtrip import related_description
 
 __all__ = [
     "ParsedAttackResult",
@@ -243,10 +244,11 @@ def _parse_related(r: _Reader) -> list[dict[str, Any]]:
             "ConversationReference",
         )
         conv_id = _id_string(sub, "conversation_id")
+        conversation_type = sub.choice("conversation_type", CONVERSATION_TYPES, required=True)
         entry = {
             "conversation_id": conv_id,
-            "conversation_type": sub.choice("conversation_type", CONVERSATION_TYPES, required=True),
-            "description": sub.string("description"),
+            "conversation_type": conversation_type,
+            "description": related_description(conversation_type, sub.string("description")),
         }
         # PyRIT keeps them in a set whose equality is conversation_id alone: first one wins.
         if isinstance(conv_id, str) and conv_id not in seen:

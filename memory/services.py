@@ -4,7 +4,9 @@ Every service validates each item (memory/parsing.py), then stores the valid one
 constant number of queries whatever the batch size, and returns one ItemOutcome per input
 item, in order. Same id + same content is "unchanged"; same id + different content is
 rejected with code "conflict". Contents are compared in canonical form (memory.parsing
-.canonical), so 1 and 1.0 differ while key order and timestamp spelling do not.
+.canonical), so 1 and 1.0 differ while key order and timestamp spelling do not, and in PyRIT's
+memory round-trip form (redteam/roundtrip.py), so an object sent as an attack returned it and
+again as PyRIT's memory reloads it is the same object.
 
 Conversation summary columns are maintained here, under a row lock (SELECT ... FOR UPDATE
 on PostgreSQL, ordered by primary key so concurrent batches cannot deadlock). Conversations

@@ -43,7 +43,8 @@ PIECE_COMPARE_1X = (
     "role",
     "timestamp",
     *PIECE_VALUE_KEYS,
-    "converter_dumps",
+    # Identifiers compare by content hash (redteam/roundtrip.py), not by dump text.
+    "converter_hashes",
 )
 # A 1.x item is a projection of a 0.13 one, so it is compared on the 1.x fields only.
 PIECE_COMPARE_013 = (
@@ -51,9 +52,9 @@ PIECE_COMPARE_013 = (
     "labels",
     "targeted_harm_categories",
     "originator",
-    "target_dump_id",
-    "attack_dump_id",
-    "scorer_dump_id",
+    "target_identifier_id",
+    "attack_identifier_id",
+    "scorer_identifier_id",
 )
 CONVERSATION_SUMMARY_FIELDS = [
     "first_timestamp",
@@ -77,10 +78,10 @@ CONVERSATION_SUMMARY_FIELDS = [
 
 def _piece_compare(piece: ParsedPiece) -> dict[str, Any]:
     row = dict(piece.row)
-    row["converter_dumps"] = [c.digest for c in piece.converters]
-    row["target_dump_id"] = piece.target.digest if piece.target else None
-    row["attack_dump_id"] = piece.attack.digest if piece.attack else None
-    row["scorer_dump_id"] = piece.scorer.digest if piece.scorer else None
+    row["converter_hashes"] = [c.hash for c in piece.converters]
+    row["target_identifier_id"] = piece.target.hash if piece.target else None
+    row["attack_identifier_id"] = piece.attack.hash if piece.attack else None
+    row["scorer_identifier_id"] = piece.scorer.hash if piece.scorer else None
     return row
 
 
@@ -88,9 +89,9 @@ def _piece_fields(piece: ParsedPiece) -> tuple[str, ...]:
     return PIECE_COMPARE_013 if piece.shape == "0.13" else PIECE_COMPARE_1X
 
 
-def _stored_piece_compare(obj: MessagePiece, converter_dumps: list[str]) -> dict[str, Any]:
-    row = {name: getattr(obj, name) for name in PIECE_COMPARE_013 if name != "converter_dumps"}
-    row["converter_dumps"] = converter_dumps
+def _stored_piece_compare(obj: MessagePiece, converter_hashes: list[str]) -> dict[str, Any]:
+    row = {name: getattr(obj, name) for name in PIECE_COMPARE_013 if name != "converter_hashes"}
+    row["converter_hashes"] = converter_hashes
     return row
 
 
@@ -260,12 +261,12 @@ def _decide_pieces(
     matched = [pid for pid in ids if pid in stored_by_id]
     stored_converters: dict[uuid.UUID, list[str]] = {pid: [] for pid in matched}
     if matched:
-        for piece_id, dump_id in (
+        for piece_id, identifier_id in (
             PieceConverter.objects.filter(piece_id__in=matched)
             .order_by("piece_id", "position")
-            .values_list("piece_id", "dump_id")
+            .values_list("piece_id", "identifier_id")
         ):
-            stored_converters[piece_id].append(dump_id)
+            stored_converters[piece_id].append(identifier_id)
 
     for i in candidates:
         piece = parsed[i]
@@ -383,7 +384,7 @@ def store_conversations(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]
             conv = conversations[conv_item.row["conversation_id"]]
             new = _conversation_compare(conv_item)
             if conv.declared:
-                old = {"target_dump_id": conv.target_dump_id, "retries": conv.retries}
+                old = {"target_identifier_id": conv.target_identifier_id, "retries": conv.retries}
                 diff = first_difference(new, old, new)
                 if diff is None:
                     status[i] = "unchanged"
@@ -423,13 +424,13 @@ def store_conversations(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]
         status,
         duplicates,
         _conversation_compare,
-        lambda c: ("target_dump_id", "retries"),
+        lambda c: ("target_identifier_id", "retries"),
         key="conversation_id",
     )
 
 
 def _conversation_compare(conv: ParsedConversation) -> dict[str, Any]:
     return {
-        "target_dump_id": conv.target.digest if conv.target else None,
+        "target_identifier_id": conv.target.hash if conv.target else None,
         "retries": conv.row["retries"],
     }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db import transaction
@@ -27,11 +27,12 @@ from memory.store_common import (
 )
 from memory.store_pieces import store_pieces
 from redteam.outcomes import FieldError, ItemOutcome
+from redteam.roundtrip import related_compared, traceback_compared
 
 ATTACK_RESULT_COMPARE_013 = (
     "conversation_id",
     "objective",
-    "atomic_attack_dump_id",
+    "atomic_attack_identifier_id",
     "last_response_id",
     "last_score_id",
     "executed_turns",
@@ -50,16 +51,12 @@ ATTACK_RESULT_COMPARE_1X = (
 # --- attack results ------------------------------------------------------------------------
 
 
-def _related_canonical(related: Iterable[Mapping[str, Any]]) -> list[list[Any]]:
-    return sorted(
-        [r["conversation_id"], r["conversation_type"], r["description"] or ""] for r in related
-    )
-
-
 def _result_compare(result: ParsedAttackResult) -> dict[str, Any]:
+    """The compared values of an incoming result, in PyRIT's memory round-trip form."""
     row = dict(result.row)
-    row["atomic_attack_dump_id"] = result.atomic.digest if result.atomic else None
-    row["related"] = _related_canonical(result.related)
+    row["atomic_attack_identifier_id"] = result.atomic.hash if result.atomic else None
+    row["related"] = related_compared(result.related)
+    row["error_traceback"] = traceback_compared(row.get("error_traceback"))
     return row
 
 
@@ -68,8 +65,10 @@ def _result_fields(result: ParsedAttackResult) -> tuple[str, ...]:
 
 
 def _stored_result_compare(obj: AttackResult, related: list[dict[str, Any]]) -> dict[str, Any]:
+    """The compared values of a stored result, in the same form."""
     row = {name: getattr(obj, name) for name in ATTACK_RESULT_COMPARE_1X if name != "related"}
-    row["related"] = _related_canonical(related)
+    row["related"] = related_compared(related)
+    row["error_traceback"] = traceback_compared(obj.error_traceback)
     return row
 
 

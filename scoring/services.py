@@ -36,7 +36,8 @@ KIND_SCORES = "scores"
 
 def _compare(score: ParsedScore) -> dict[str, Any]:
     row = dict(score.row)
-    row["scorer_dump_id"] = score.scorer.digest if score.scorer else None
+    # Identifiers compare by content hash: PyRIT stamps eval_hash into the dump it stores.
+    row["scorer_identifier_id"] = score.scorer.hash if score.scorer else None
     return row
 
 

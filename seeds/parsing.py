@@ -17,6 +17,7 @@ from typing import Any
 
 from redteam.outcomes import FieldError
 from redteam.pyrit_enums import CHAT_MESSAGE_ROLES, PROMPT_DATA_TYPES, SEED_TYPES
+from redteam.roundtrip import seed_compared
 from seeds import rules
 from seeds.models import Seed
 from seeds.yaml_loader import SEED_KEYS, simulated_value
@@ -71,8 +72,8 @@ class ParsedSeed:
 
 
 def comparable(seed: Seed, prompt_group_id: uuid.UUID | None) -> dict[str, Any]:
-    """A seed's stored content, for idempotency checks."""
-    values = {name: getattr(seed, name) for name in COMPARED_FIELDS}
+    """A seed's content in PyRIT's memory round-trip form, for idempotency checks."""
+    values = seed_compared({name: getattr(seed, name) for name in COMPARED_FIELDS})
     values["prompt_group_id"] = prompt_group_id
     return values
 
