@@ -30,6 +30,7 @@ from memory.store_common import (
 from redteam.models import MediaBlob
 from redteam.outcomes import FieldError, ItemOutcome
 from redteam.pyrit_enums import MEDIA_PATH_DATA_TYPES
+from redteam.roundtrip import identifier_compared
 
 SIBLING_REJECTED = (
     "Another piece of the same message (conversation_id, sequence) was rejected; "
@@ -44,7 +45,7 @@ PIECE_COMPARE_1X = (
     "timestamp",
     *PIECE_VALUE_KEYS,
     # Identifiers compare by content hash (redteam/roundtrip.py), not by dump text.
-    "converter_hashes",
+    "converter_identifiers",
 )
 # A 1.x item is a projection of a 0.13 one, so it is compared on the 1.x fields only.
 PIECE_COMPARE_013 = (
@@ -52,9 +53,13 @@ PIECE_COMPARE_013 = (
     "labels",
     "targeted_harm_categories",
     "originator",
-    "target_identifier_id",
-    "attack_identifier_id",
-    "scorer_identifier_id",
+    "prompt_target_identifier",
+    "attack_identifier",
+    "scorer_identifier",
+)
+# Compared as identifier uses, read from the *_identifier_id / *_dump_id columns.
+_IDENTIFIERS = frozenset(
+    {"converter_identifiers", "prompt_target_identifier", "attack_identifier", "scorer_identifier"}
 )
 CONVERSATION_SUMMARY_FIELDS = [
     "first_timestamp",
@@ -78,10 +83,16 @@ CONVERSATION_SUMMARY_FIELDS = [
 
 def _piece_compare(piece: ParsedPiece) -> dict[str, Any]:
     row = dict(piece.row)
-    row["converter_hashes"] = [c.hash for c in piece.converters]
-    row["target_identifier_id"] = piece.target.hash if piece.target else None
-    row["attack_identifier_id"] = piece.attack.hash if piece.attack else None
-    row["scorer_identifier_id"] = piece.scorer.hash if piece.scorer else None
+    # A tuple, not a list: compared item by item, never serialised (memory.parsing.canonical).
+    row["converter_identifiers"] = tuple(
+        identifier_compared(c.hash, c.digest) for c in piece.converters
+    )
+    for name, ident in (
+        ("prompt_target_identifier", piece.target),
+        ("attack_identifier", piece.attack),
+        ("scorer_identifier", piece.scorer),
+    ):
+        row[name] = identifier_compared(ident.hash, ident.digest) if ident else None
     return row
 
 
@@ -89,9 +100,14 @@ def _piece_fields(piece: ParsedPiece) -> tuple[str, ...]:
     return PIECE_COMPARE_013 if piece.shape == "0.13" else PIECE_COMPARE_1X
 
 
-def _stored_piece_compare(obj: MessagePiece, converter_hashes: list[str]) -> dict[str, Any]:
-    row = {name: getattr(obj, name) for name in PIECE_COMPARE_013 if name != "converter_hashes"}
-    row["converter_hashes"] = converter_hashes
+def _stored_piece_compare(obj: MessagePiece, converters: list[tuple[str, str]]) -> dict[str, Any]:
+    row = {name: getattr(obj, name) for name in PIECE_COMPARE_013 if name not in _IDENTIFIERS}
+    row["converter_identifiers"] = tuple(identifier_compared(h, d) for h, d in converters)
+    row["prompt_target_identifier"] = identifier_compared(
+        obj.target_identifier_id, obj.target_dump_id
+    )
+    row["attack_identifier"] = identifier_compared(obj.attack_identifier_id, obj.attack_dump_id)
+    row["scorer_identifier"] = identifier_compared(obj.scorer_identifier_id, obj.scorer_dump_id)
     return row
 
 
@@ -259,14 +275,14 @@ def _decide_pieces(
         key = (p.conversation_id, p.sequence)
         next_position[key] = max(next_position.get(key, 0), p.position + 1)
     matched = [pid for pid in ids if pid in stored_by_id]
-    stored_converters: dict[uuid.UUID, list[str]] = {pid: [] for pid in matched}
+    stored_converters: dict[uuid.UUID, list[tuple[str, str]]] = {pid: [] for pid in matched}
     if matched:
-        for piece_id, identifier_id in (
+        for piece_id, identifier_id, dump_id in (
             PieceConverter.objects.filter(piece_id__in=matched)
             .order_by("piece_id", "position")
-            .values_list("piece_id", "identifier_id")
+            .values_list("piece_id", "identifier_id", "dump_id")
         ):
-            stored_converters[piece_id].append(identifier_id)
+            stored_converters[piece_id].append((identifier_id, dump_id))
 
     for i in candidates:
         piece = parsed[i]
@@ -384,7 +400,12 @@ def store_conversations(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]
             conv = conversations[conv_item.row["conversation_id"]]
             new = _conversation_compare(conv_item)
             if conv.declared:
-                old = {"target_identifier_id": conv.target_identifier_id, "retries": conv.retries}
+                old = {
+                    "target_identifier": identifier_compared(
+                        conv.target_identifier_id, conv.target_dump_id
+                    ),
+                    "retries": conv.retries,
+                }
                 diff = first_difference(new, old, new)
                 if diff is None:
                     status[i] = "unchanged"
@@ -424,13 +445,15 @@ def store_conversations(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]
         status,
         duplicates,
         _conversation_compare,
-        lambda c: ("target_identifier_id", "retries"),
+        lambda c: ("target_identifier", "retries"),
         key="conversation_id",
     )
 
 
 def _conversation_compare(conv: ParsedConversation) -> dict[str, Any]:
     return {
-        "target_identifier_id": conv.target.hash if conv.target else None,
+        "target_identifier": identifier_compared(conv.target.hash, conv.target.digest)
+        if conv.target
+        else None,
         "retries": conv.row["retries"],
     }

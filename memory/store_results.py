@@ -27,12 +27,12 @@ from memory.store_common import (
 )
 from memory.store_pieces import store_pieces
 from redteam.outcomes import FieldError, ItemOutcome
-from redteam.roundtrip import related_compared, traceback_compared
+from redteam.roundtrip import identifier_compared, related_compared, traceback_compared
 
 ATTACK_RESULT_COMPARE_013 = (
     "conversation_id",
     "objective",
-    "atomic_attack_identifier_id",
+    "atomic_attack_identifier",
     "last_response_id",
     "last_score_id",
     "executed_turns",
@@ -54,7 +54,10 @@ ATTACK_RESULT_COMPARE_1X = (
 def _result_compare(result: ParsedAttackResult) -> dict[str, Any]:
     """The compared values of an incoming result, in PyRIT's memory round-trip form."""
     row = dict(result.row)
-    row["atomic_attack_identifier_id"] = result.atomic.hash if result.atomic else None
+    atomic = result.atomic
+    row["atomic_attack_identifier"] = (
+        identifier_compared(atomic.hash, atomic.digest) if atomic else None
+    )
     row["related"] = related_compared(result.related)
     row["error_traceback"] = traceback_compared(row.get("error_traceback"))
     return row
@@ -66,7 +69,11 @@ def _result_fields(result: ParsedAttackResult) -> tuple[str, ...]:
 
 def _stored_result_compare(obj: AttackResult, related: list[dict[str, Any]]) -> dict[str, Any]:
     """The compared values of a stored result, in the same form."""
-    row = {name: getattr(obj, name) for name in ATTACK_RESULT_COMPARE_1X if name != "related"}
+    skip = {"related", "atomic_attack_identifier"}
+    row = {name: getattr(obj, name) for name in ATTACK_RESULT_COMPARE_1X if name not in skip}
+    row["atomic_attack_identifier"] = identifier_compared(
+        obj.atomic_attack_identifier_id, obj.atomic_attack_dump_id
+    )
     row["related"] = related_compared(related)
     row["error_traceback"] = traceback_compared(obj.error_traceback)
     return row

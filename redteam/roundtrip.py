@@ -13,8 +13,10 @@ ingestion services therefore store and compare what this module says:
   converter ones (those are stored when sent, never compared);
 * an attack result's ``error_traceback`` compares on its first 10240 characters, what the
   memory keeps;
-* identifiers compare by content hash: PyRIT stamps ``eval_hash`` (and the writer's
-  ``pyrit_version``) when it writes memory, which changes the dump but not the identifier;
+* identifiers compare by content hash (or, for legacy rows whose stored hash cannot be
+  recomputed from their truncated params, by identical dump): PyRIT stamps ``eval_hash``
+  (and the writer's ``pyrit_version``) when it writes memory, which changes the dump but not
+  the identifier;
 * a seed's empty lists (harm categories, authors, groups, parameters) equal null, which is
   how the memory stores them, and ``is_general_technique``, ``is_jinja_template`` and
   ``prompt_group_alias``, which the memory has no column for, are not compared;
@@ -27,13 +29,16 @@ Pure functions, no Django: memory, scoring and seeds all call them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 __all__ = [
     "RELOAD_DESCRIPTIONS",
+    "SameIdentifier",
     "SEED_FIELDS_NOT_PERSISTED",
     "SEED_LIST_FIELDS",
     "TRACEBACK_LIMIT",
+    "identifier_compared",
     "related_compared",
     "related_description",
     "seed_compared",
@@ -54,6 +59,28 @@ SEED_LIST_FIELDS: Final = ("harm_categories", "authors", "groups", "parameters")
 SEED_FIELDS_NOT_PERSISTED: Final = frozenset(
     {"is_general_technique", "is_jinja_template", "prompt_group_alias"}
 )
+
+
+@dataclass(frozen=True, eq=False)
+class SameIdentifier:
+    """One identifier use in a comparison: equal to another with its content hash or dump."""
+
+    hash: str
+    digest: str
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SameIdentifier) and (
+            self.hash == other.hash or self.digest == other.digest
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # equality is not transitive: unhashable
+
+
+def identifier_compared(hash_: str | None, digest: str | None) -> SameIdentifier | None:
+    """The compared form of an identifier use (None when there is none)."""
+    if hash_ is None:
+        return None
+    return SameIdentifier(hash_, digest or "")
 
 
 def related_description(conversation_type: Any, description: Any) -> Any:

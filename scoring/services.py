@@ -26,6 +26,7 @@ from redteam.audit import record_audit
 from redteam.identifiers import LINE_PYRIT_VERSIONS, ComponentIdentifier
 from redteam.outcomes import FieldError, ItemOutcome, ItemStatus
 from redteam.roles import can_record_verdicts
+from redteam.roundtrip import identifier_compared
 from scoring.models import Score, ScoreSource
 from scoring.review import effective_outcome
 
@@ -37,7 +38,19 @@ KIND_SCORES = "scores"
 def _compare(score: ParsedScore) -> dict[str, Any]:
     row = dict(score.row)
     # Identifiers compare by content hash: PyRIT stamps eval_hash into the dump it stores.
-    row["scorer_identifier_id"] = score.scorer.hash if score.scorer else None
+    scorer = score.scorer
+    row["scorer_class_identifier"] = (
+        identifier_compared(scorer.hash, scorer.digest) if scorer else None
+    )
+    return row
+
+
+def _stored_compare(score: Score, fields: Sequence[str]) -> dict[str, Any]:
+    """A stored score's compared values, in the form _compare gives an incoming one."""
+    row = {name: getattr(score, name) for name in fields if name != "scorer_class_identifier"}
+    row["scorer_class_identifier"] = identifier_compared(
+        score.scorer_identifier_id, score.scorer_dump_id
+    )
     return row
 
 
@@ -99,7 +112,7 @@ def store_parsed_scores(parsed: Sequence[ParsedScore]) -> list[ItemOutcome]:
                 new.append(score)
                 status[i] = "stored"
                 continue
-            old_row = {name: getattr(old, name) for name in score.compared}
+            old_row = _stored_compare(old, score.compared)
             diff = _difference(_compare(score), old_row, score.compared)
             if diff is None:
                 status[i] = "unchanged"

@@ -2,7 +2,9 @@
 
 The default output is PyRIT 0.13's `export_conversations` file: an indented JSON array of
 `MessagePiece.to_dict()` (scores included), in PyRIT's memory order. `--shape 1.x` writes
-`model_dump(mode="json")` dicts instead.
+`model_dump(mode="json")` dicts instead. `--run` writes the whole run the filters select
+(conversations, pieces, scores, attack results, seeds) as one 1.x ingest payload
+(redteam/run_export.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from django.http import QueryDict
 from memory.filters import MessagePieceFilterSet
 from memory.models import MessagePiece
 from memory.querysets import pieces_for_export
+from redteam.run_export import select_run, write_run
 from scoring.export import export_pieces_with_scores
 
 # Conversations exported per round trip: bounds memory for very large exports.
@@ -54,8 +57,16 @@ class Command(BaseCommand):
         parser.add_argument(
             "--shape",
             choices=["0.13", "1.x"],
-            default="0.13",
+            default=None,
             help="0.13: to_dict() with scores (default); 1.x: model_dump(mode='json').",
+        )
+        parser.add_argument(
+            "--run",
+            action="store_true",
+            help=(
+                "Write the whole run as one 1.x ingest payload: conversations, pieces, scores, "
+                "attack results and seeds (the filters select conversations)."
+            ),
         )
         for option in FILTER_OPTIONS:
             flag = "--" + option.replace("_", "-")
@@ -66,14 +77,27 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         """Filter, then stream pieces in PyRIT order, a chunk of conversations at a time."""
+        if options["run"] and options["shape"] == "0.13":
+            raise CommandError("--run writes PyRIT 1.x shapes only; drop --shape 0.13.")
+        options["shape"] = options["shape"] or ("1.x" if options["run"] else "0.13")
         pieces = self._filtered(options)
         out_path: str = options["output"]
         if out_path == "-":
-            count = self._write(lambda text: self.stdout.write(text, ending=""), pieces, options)
+            count = self._export(lambda text: self.stdout.write(text, ending=""), pieces, options)
         else:
             with open(out_path, "w", encoding="utf-8") as handle:
-                count = self._write(handle.write, pieces, options)
-        self.stderr.write(f"Exported {count} message piece(s).")
+                count = self._export(handle.write, pieces, options)
+        self.stderr.write(count)
+
+    def _export(
+        self, write: Callable[[str], Any], pieces: QuerySet[MessagePiece], options: dict[str, Any]
+    ) -> str:
+        """Write the pieces or the run; returns the summary line."""
+        if not options["run"]:
+            return f"Exported {self._write(write, pieces, options)} message piece(s)."
+        filtered = any(options.get(option) for option in FILTER_OPTIONS)
+        counts = write_run(write, select_run(pieces if filtered else None))
+        return "Exported " + ", ".join(f"{n} {key}" for key, n in counts.items()) + "."
 
     def _filtered(self, options: dict[str, Any]) -> QuerySet[MessagePiece]:
         data = QueryDict(mutable=True)

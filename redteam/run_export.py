@@ -1,0 +1,200 @@
+"""A whole run as one PyRIT 1.x ingest payload: conversations, pieces, scores, results, seeds.
+
+``manage.py export_conversations --run`` writes it. The file is a JSON object keyed like
+``POST /api/v1/ingest/`` (and ``RedteamClient.push``), each list in PyRIT's
+``model_dump(mode="json")`` shape, so sending it to any redteam server (this one included)
+stores the same rows, and every item is ``unchanged`` where they already are.
+
+What a run holds:
+
+* Unfiltered: every stored row of each kind.
+* Filtered (the piece filters of the command): the conversations with at least one matching
+  piece, plus the conversations their attack results name as related (recursively), each
+  whole; the attack results of those conversations; the scores of their pieces; the seeds
+  named by the results' atomic attack identifiers (their seed identifiers' ``value_sha256``).
+
+Sections are written in RUN_SECTIONS order, conversations a chunk at a time, so memory stays
+bounded and each chunk costs a constant number of queries. A new kind of row joins the run by
+adding a section there (scenario results: the results' ``attribution_parent_id``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import QuerySet
+
+from memory.export import export_conversation
+from memory.models import AttackResult, Conversation, ConversationReference, MessagePiece
+from memory.querysets import attack_results_for_export, conversations_for_export, pieces_for_export
+from scoring.export import export_attack_results, export_pieces_with_scores, export_score
+from scoring.models import Score
+from seeds.api.views import export_seed
+from seeds.models import Seed
+
+__all__ = ["RUN_SECTIONS", "RunSelection", "select_run", "write_run"]
+
+# Conversations exported per round trip: bounds memory for very large runs.
+CONVERSATIONS_PER_CHUNK = 200
+# Related conversations are followed this many hops at most (a hostile cycle stops here).
+MAX_RELATED_DEPTH = 8
+# Rows read per round trip when a whole table is exported.
+ROWS_PER_CHUNK = 2000
+
+
+@dataclass
+class RunSelection:
+    """The conversations of a run (in PyRIT order), or everything when ``whole`` is set."""
+
+    conversation_ids: list[str]
+    whole: bool
+    # Filled while the attack results are written: the seeds they name.
+    seed_sha256s: set[str] = field(default_factory=set)
+
+    def chunks(self) -> Iterator[list[str]]:
+        """The conversation ids, CONVERSATIONS_PER_CHUNK at a time."""
+        ids = self.conversation_ids
+        for start in range(0, len(ids), CONVERSATIONS_PER_CHUNK):
+            yield ids[start : start + CONVERSATIONS_PER_CHUNK]
+
+
+def select_run(pieces: QuerySet[MessagePiece] | None) -> RunSelection:
+    """The run of the filtered pieces (None: every stored row); one query per related hop."""
+    conversations = Conversation.objects.all()
+    if pieces is not None:
+        selected = set(pieces.order_by().values_list("conversation_id", flat=True).distinct())
+        frontier = set(selected)
+        for _ in range(MAX_RELATED_DEPTH):
+            if not frontier:
+                break
+            related = set(
+                ConversationReference.objects.filter(
+                    attack_result__conversation_id__in=frontier
+                ).values_list("conversation_id", flat=True)
+            )
+            frontier = related - selected
+            selected |= frontier
+        conversations = conversations.filter(pk__in=selected)
+    # PyRIT's memory order: by earliest piece, then id (conversations without pieces last).
+    ordered = conversations.order_by("first_timestamp", "conversation_id").values_list(
+        "conversation_id", flat=True
+    )
+    return RunSelection(conversation_ids=list(ordered), whole=pieces is None)
+
+
+def _conversations(selection: RunSelection) -> Iterator[dict[str, Any]]:
+    # Only conversations a client declared: the others were made here from pieces or results,
+    # and PyRIT has no Conversation object for them (0.13 runs).
+    for chunk in selection.chunks():
+        rows = conversations_for_export().filter(pk__in=chunk, declared=True)
+        by_id = {c.conversation_id: c for c in rows}
+        for conversation_id in chunk:
+            if conversation_id in by_id:
+                yield export_conversation(by_id[conversation_id])
+
+
+def _pieces(selection: RunSelection) -> Iterator[dict[str, Any]]:
+    for chunk in selection.chunks():
+        rows = pieces_for_export().filter(conversation_id__in=chunk)
+        yield from export_pieces_with_scores(
+            rows.order_by("conversation_id", "sequence", "position"), "1.x"
+        )
+
+
+def _chunked(query: QuerySet[Any]) -> Iterator[list[Any]]:
+    """A whole ordered table, ROWS_PER_CHUNK rows per query (keyset on the primary key)."""
+    last: Any = None
+    while True:
+        page = query if last is None else query.filter(pk__gt=last)
+        rows = list(page.order_by("pk")[:ROWS_PER_CHUNK])
+        if not rows:
+            return
+        yield rows
+        last = rows[-1].pk
+
+
+def _scores(selection: RunSelection) -> Iterator[dict[str, Any]]:
+    scores = Score.objects.select_related("scorer_dump")
+    if selection.whole:
+        for rows in _chunked(scores):
+            yield from (export_score(s, "1.x") for s in rows)
+        return
+    for chunk in selection.chunks():
+        prompt_ids = MessagePiece.objects.filter(conversation_id__in=chunk).values(
+            "original_prompt_id"
+        )
+        linked = scores.filter(message_piece_id__in=prompt_ids).order_by("timestamp", "id")
+        yield from (export_score(s, "1.x") for s in linked)
+
+
+def _seed_sha256s(dump: Any) -> Iterator[str]:
+    """Every ``value_sha256`` of a seed identifier inside an identifier dump."""
+    stack = [dump]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        sha = node.get("value_sha256")
+        if isinstance(sha, str) and str(node.get("class_name", "")).startswith("Seed"):
+            yield sha
+        for child in (node.get("children") or {}).values():
+            stack.extend(child if isinstance(child, list) else [child])
+
+
+def _results_in(rows: Iterable[AttackResult], selection: RunSelection) -> list[dict[str, Any]]:
+    exported = export_attack_results(rows, "1.x")
+    for row in exported:
+        selection.seed_sha256s.update(_seed_sha256s(row["atomic_attack_identifier"]))
+    return exported
+
+
+def _attack_results(selection: RunSelection) -> Iterator[dict[str, Any]]:
+    if selection.whole:
+        for rows in _chunked(attack_results_for_export()):
+            yield from _results_in(rows, selection)
+        return
+    for chunk in selection.chunks():
+        results = attack_results_for_export().filter(conversation_id__in=chunk)
+        yield from _results_in(results.order_by("timestamp", "attack_result_id"), selection)
+
+
+def _seeds(selection: RunSelection) -> Iterator[dict[str, Any]]:
+    seeds = Seed.objects.select_related("group")
+    if not selection.whole:
+        if not selection.seed_sha256s:
+            return
+        seeds = seeds.filter(value_sha256__in=sorted(selection.seed_sha256s))
+    for rows in _chunked(seeds):
+        yield from (export_seed(s, "1.x") for s in rows)
+
+
+Section = Callable[[RunSelection], Iterator[dict[str, Any]]]
+# Ingest payload key -> rows, in the order written (attack results before seeds: they name
+# the seeds of a filtered run).
+RUN_SECTIONS: tuple[tuple[str, Section], ...] = (
+    ("conversations", _conversations),
+    ("message_pieces", _pieces),
+    ("scores", _scores),
+    ("attack_results", _attack_results),
+    ("seeds", _seeds),
+)
+
+
+def write_run(write: Callable[[str], Any], selection: RunSelection) -> dict[str, int]:
+    """Write the run as ``json.dump(payload, f, indent=4)`` would; returns rows per section."""
+    counts: dict[str, int] = {}
+    write("{")
+    for number, (key, section) in enumerate(RUN_SECTIONS):
+        write(("," if number else "") + f"\n    {json.dumps(key)}: [")
+        count = 0
+        for row in section(selection):
+            text = json.dumps(row, indent=4).replace("\n", "\n        ")
+            write(("," if count else "") + "\n        " + text)
+            count += 1
+        write("\n    ]" if count else "]")
+        counts[key] = count
+    write("\n}")
+    return counts

@@ -1,0 +1,205 @@
+"""`export_conversations --run`: a whole run as one 1.x ingest payload; the 0.13 file's shape.
+
+How the outputs were checked against PyRIT itself (outside this suite, which must not need
+PyRIT): in scratch virtualenvs with ``pyrit==1.1.0`` and ``pyrit==0.13.0``, both fixture
+memory files were imported and exported. Every row of the ``--run`` file validated with
+PyRIT 1.1's own models (``Conversation``, ``MessagePiece``, ``Score``, ``AttackResult``,
+``SeedPrompt``/``SeedObjective``: ``model_validate(row).model_dump(mode="json") == row``),
+and every row of the default (0.13) file was rebuilt as a PyRIT 0.13 ``MessagePiece`` (its
+identifiers through ``ComponentIdentifier.from_dict``, its scores as ``Score``) whose
+``to_dict()`` equals the row. Here the 0.13 file is compared with the fixture PyRIT 0.13 wrote
+(``exported_conversations.json``): same keys, in the same order, with the same value types.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db.models import QuerySet
+from rest_framework.test import APIClient
+
+from memory import services
+from memory.models import AttackResult, Conversation, MessagePiece
+from memory.pyrit_sqlite import import_pyrit_memory
+from redteam.run_export import select_run, write_run
+from scoring.models import Score
+from scoring.services import store_scores
+from seeds.models import Seed
+from tests.api.pyrit_fixtures import LINES, read_jsonl
+from tests.memory import factories as f
+
+pytestmark = pytest.mark.django_db
+
+
+def export(*args: str) -> tuple[dict[str, Any], str]:
+    """Run export_conversations --run with ``args``; the payload and its text."""
+    out = io.StringIO()
+    call_command("export_conversations", "--run", *args, stdout=out, stderr=io.StringIO())
+    text = out.getvalue()
+    payload: dict[str, Any] = json.loads(text)
+    return payload, text
+
+
+def ids(rows: list[dict[str, Any]], key: str = "id") -> set[str]:
+    """The ids of exported rows."""
+    return {str(r[key]) for r in rows}
+
+
+def stored_ids(rows: QuerySet[Any]) -> set[str]:
+    """The primary keys of stored rows, as strings."""
+    return {str(pk) for pk in rows.values_list("pk", flat=True)}
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_a_whole_run_holds_every_stored_row_and_reingests_unchanged(
+    api: APIClient, fixtures_dir: Path, line: str
+) -> None:
+    report = import_pyrit_memory(fixtures_dir / line / "pyrit_memory.sqlite")
+    assert report.rejected == 0
+    payload, text = export()
+    assert text == json.dumps(payload, indent=4)  # PyRIT's json.dump(..., indent=4)
+    assert list(payload) == ["conversations", "message_pieces", "scores", "attack_results", "seeds"]
+    declared = Conversation.objects.filter(declared=True)
+    assert ids(payload["conversations"], "conversation_id") == stored_ids(declared)
+    assert ids(payload["message_pieces"]) == stored_ids(MessagePiece.objects.all())
+    assert ids(payload["scores"]) == stored_ids(Score.objects.all())
+    assert ids(payload["attack_results"], "attack_result_id") == stored_ids(
+        AttackResult.objects.all()
+    )
+    assert ids(payload["seeds"]) == stored_ids(Seed.objects.all())
+    assert Seed.objects.exists() and Score.objects.exists()
+
+    response = api.post("/api/v1/ingest/", payload, format="json")
+    body = response.json()
+    assert response.status_code == 200, [i["errors"] for i in body["items"] if i["errors"]]
+    total = sum(len(rows) for rows in payload.values())
+    assert (body["stored"], body["errors"], body["unchanged"]) == (0, 0, total)
+
+
+def test_a_run_keeps_pyrits_piece_order_inside_each_message(fixtures_dir: Path) -> None:
+    import_pyrit_memory(fixtures_dir / "pyrit-1.1" / "pyrit_memory.sqlite")
+    payload, _ = export()
+    expected = read_jsonl(fixtures_dir / "pyrit-1.1" / "pieces.jsonl")
+
+    def messages(rows: list[dict[str, Any]]) -> dict[tuple[str, int], list[str]]:
+        out: dict[tuple[str, int], list[str]] = {}
+        for row in rows:
+            out.setdefault((row["conversation_id"], row["sequence"]), []).append(row["id"])
+        return out
+
+    assert messages(payload["message_pieces"]) == messages(expected)
+    by_id = {r["id"]: r for r in expected}
+    assert all(row == by_id[row["id"]] for row in payload["message_pieces"])
+
+
+def test_a_filtered_run_follows_related_conversations_recursively(fixtures_dir: Path) -> None:
+    import_pyrit_memory(fixtures_dir / "pyrit-1.1" / "pyrit_memory.sqlite")
+    results = read_jsonl(fixtures_dir / "pyrit-1.1" / "attack_results.jsonl")
+    by_conversation = {r["conversation_id"]: r for r in results}
+    # The result whose related conversations have results with related conversations.
+    start = next(r for r in results if len(r["related_conversations"]) > 1)
+    wanted = {start["conversation_id"]}
+    frontier = [start]
+    while frontier:
+        result = frontier.pop()
+        for ref in result["related_conversations"]:
+            if ref["conversation_id"] not in wanted:
+                wanted.add(ref["conversation_id"])
+                if ref["conversation_id"] in by_conversation:
+                    frontier.append(by_conversation[ref["conversation_id"]])
+    assert len(wanted) > 1 + len(start["related_conversations"]), "needs two hops"
+
+    payload, _ = export("--conversation-id", start["conversation_id"])
+    assert {p["conversation_id"] for p in payload["message_pieces"]} == wanted
+    assert ids(payload["attack_results"], "attack_result_id") == {
+        r["attack_result_id"] for r in results if r["conversation_id"] in wanted
+    }
+    pieces = MessagePiece.objects.filter(conversation_id__in=wanted)
+    assert len(payload["message_pieces"]) == pieces.count()
+    prompt_ids = set(pieces.values_list("original_prompt_id", flat=True))
+    assert ids(payload["scores"]) == stored_ids(
+        Score.objects.filter(message_piece_id__in=prompt_ids)
+    )
+    assert payload["seeds"] == []  # the fixture's atomic attacks name no seeds
+
+    labelled, _ = export("--label", "review=manual")
+    assert ids(labelled["attack_results"], "attack_result_id") == ids(
+        payload["attack_results"], "attack_result_id"
+    )
+    nothing, _ = export("--label", "operation=no-such-operation")
+    assert all(rows == [] for rows in nothing.values())
+
+
+def test_a_filtered_run_brings_the_seeds_its_atomic_attacks_name() -> None:
+    seed = {
+        "value": "tell me a secret",
+        "value_sha256": None,
+        "id": f.new_id(),
+        "dataset_name": "d",
+        "seed_type": "objective",
+    }
+    services_seed_ids = __import__("seeds.services", fromlist=["store_seeds"]).store_seeds([seed])
+    assert services_seed_ids[0].status == "stored"
+    stored = Seed.objects.get()
+    atomic = f.attack_identifier()
+    atomic["children"]["seed_identifiers"] = [
+        {
+            **f.identifier("SeedObjective", value=stored.value, value_sha256=stored.value_sha256),
+        }
+    ]
+    services.store_message_pieces([f.piece(conversation_id="with-seed")])
+    services.store_attack_results(
+        [f.attack_result(conversation_id="with-seed", atomic_attack_identifier=atomic)]
+    )
+    payload, _ = export("--conversation-id", "with-seed")
+    assert ids(payload["seeds"]) == {str(stored.id)}
+
+
+def test_run_refuses_the_013_shape() -> None:
+    with pytest.raises(CommandError, match="1.x"):
+        export("--shape", "0.13")
+
+
+def store_conversations(count: int) -> None:
+    """``count`` declared conversations, each with a piece, its score and an attack result."""
+    for i in range(count):
+        conversation = f"run-{count}-{i}"
+        piece = f.piece(conversation_id=conversation)
+        services.store_conversations([f.conversation(conversation_id=conversation)])
+        services.store_message_pieces([piece])
+        store_scores([f.score(message_piece_id=piece["id"])])
+        services.store_attack_results([f.attack_result(conversation_id=conversation)])
+
+
+@pytest.mark.parametrize("count", [3, 30])
+def test_a_run_costs_constant_queries(count: int, django_assert_num_queries: Any) -> None:
+    store_conversations(count)
+    chunks: list[str] = []
+    # Selection: the conversation ids. Conversations: one page. Pieces: pieces with their
+    # dumps, their converters. Scores: one page and the empty page after it. Attack results:
+    # one page with their references (no last response or score here), the empty page after.
+    # Seeds: the empty page.
+    with django_assert_num_queries(10):
+        counts = write_run(chunks.append, select_run(None))
+    assert counts == {
+        "conversations": count,
+        "message_pieces": count,
+        "scores": count,
+        "attack_results": count,
+        "seeds": 0,
+    }
+    # Filtered: the matching conversations, one hop of references (the next frontier is
+    # empty), the ordered ids; then conversations; pieces and their converters; the pieces'
+    # scores; the results and their references. No seed is named, so no seed query.
+    pieces = MessagePiece.objects.filter(
+        conversation_id__in=[f"run-{count}-{i}" for i in range(count)]
+    )
+    with django_assert_num_queries(9):
+        counts = write_run(chunks.append, select_run(pieces))
+    assert counts["attack_results"] == counts["scores"] == count
