@@ -35,7 +35,7 @@ from redteam.api_common import (
     requested_shape,
     row_shape,
 )
-from scoring.export import export_attack_result, export_score, scores_by_prompt_id
+from scoring.export import export_attack_result, export_score, fits_013, scores_by_prompt_id
 from scoring.models import Score
 
 
@@ -119,7 +119,11 @@ def export_pieces_page(
     rows = []
     for piece in pieces:
         shape = row_shape(requested, piece.source_shape)
-        scores = [export_score(score, shape) for score in grouped.get(piece.original_prompt_id, [])]
+        scores = [
+            export_score(score, shape)
+            for score in grouped.get(piece.original_prompt_id, [])
+            if shape == "1.x" or fits_013(score)
+        ]
         row = export_piece(piece, shape, scores=scores)
         if with_scores and shape == "1.x":
             row["scores"] = scores

@@ -36,6 +36,7 @@ __all__ = [
     "export_attack_results",
     "export_pieces_with_scores",
     "export_score",
+    "fits_013",
     "scores_by_prompt_id",
 ]
 
@@ -71,6 +72,12 @@ def export_score(score: Score, shape: ScoreShape = "1.x") -> dict[str, Any]:
     return {key: values[key] for key in keys}
 
 
+def fits_013(score: Score) -> bool:
+    """Whether PyRIT 0.13 can hold the score: its Score requires a value, so an undetermined
+    (1.1) score has no place in a 0.13 piece's ``scores``."""
+    return score.score_value is not None
+
+
 def _scores_query() -> Any:
     return Score.objects.select_related("scorer_dump").order_by("timestamp", "id")
 
@@ -84,7 +91,7 @@ def scores_by_prompt_id(
     if not ids:
         return grouped
     for score in _scores_query().filter(message_piece_id__in=ids):
-        if score.message_piece_id is not None:
+        if score.message_piece_id is not None and (shape != "0.13" or fits_013(score)):
             grouped.setdefault(score.message_piece_id, []).append(export_score(score, shape))
     return grouped
 

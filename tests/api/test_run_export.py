@@ -203,3 +203,77 @@ def test_a_run_costs_constant_queries(count: int, django_assert_num_queries: Any
     with django_assert_num_queries(9):
         counts = write_run(chunks.append, select_run(pieces))
     assert counts["attack_results"] == counts["scores"] == count
+
+
+# PyRIT 0.13's MessagePiece.to_dict() / Score.to_dict() value types (PYRIT-MODEL.md 2.2, 5.2).
+PIECE_TYPES_013: dict[str, tuple[type, ...]] = {
+    "id": (str,),
+    "role": (str,),
+    "conversation_id": (str,),
+    "sequence": (int,),
+    "timestamp": (str,),
+    "labels": (dict,),
+    "targeted_harm_categories": (list, type(None)),
+    "prompt_metadata": (dict,),
+    "converter_identifiers": (list,),
+    "prompt_target_identifier": (dict, type(None)),
+    "attack_identifier": (dict, type(None)),
+    "scorer_identifier": (dict, type(None)),
+    "original_value_data_type": (str,),
+    "original_value": (str,),
+    "original_value_sha256": (str, type(None)),
+    "converted_value_data_type": (str,),
+    "converted_value": (str,),
+    "converted_value_sha256": (str, type(None)),
+    "response_error": (str,),
+    "originator": (str,),
+    "original_prompt_id": (str,),
+    "scores": (list,),
+}
+SCORE_TYPES_013: dict[str, tuple[type, ...]] = {
+    "id": (str,),
+    "score_value": (str,),  # required in 0.13: an undetermined 1.1 score cannot be written
+    "score_value_description": (str, type(None)),
+    "score_type": (str,),
+    "score_category": (list, type(None)),
+    "score_rationale": (str, type(None)),
+    "score_metadata": (dict,),
+    "scorer_class_identifier": (dict, type(None)),
+    "message_piece_id": (str, type(None)),
+    "timestamp": (str,),
+    "objective": (str, type(None)),
+}
+
+
+def assert_013_shape(rows: list[dict[str, Any]]) -> int:
+    """Every row has 0.13's keys in 0.13's order and value types; returns the scores seen."""
+    scores = 0
+    for row in rows:
+        assert list(row) == list(PIECE_TYPES_013), row["id"]
+        for key, types in PIECE_TYPES_013.items():
+            assert isinstance(row[key], types), (row["id"], key, row[key])
+        assert row["timestamp"].endswith("+00:00")
+        for score in row["scores"]:
+            assert list(score) == list(SCORE_TYPES_013), score["id"]
+            for key, types in SCORE_TYPES_013.items():
+                assert isinstance(score[key], types), (score["id"], key, score[key])
+            scores += 1
+    return scores
+
+
+def test_the_013_file_of_a_11_run_has_the_shape_pyrit_013_wrote(
+    fixtures_dir: Path, tmp_path: Path
+) -> None:
+    reference = json.loads(
+        (fixtures_dir / "pyrit-0.13" / "exported_conversations.json").read_text()
+    )
+    assert assert_013_shape(reference) > 0  # the table above describes PyRIT's own file
+    import_pyrit_memory(fixtures_dir / "pyrit-1.1" / "pyrit_memory.sqlite")
+    target = tmp_path / "exported.json"
+    call_command("export_conversations", "-o", str(target), stderr=io.StringIO())
+    rows = json.loads(target.read_text())
+    assert len(rows) == MessagePiece.objects.count()
+    written = assert_013_shape(rows)
+    determined = Score.objects.filter(score_value__isnull=False, message_piece_id__isnull=False)
+    assert Score.objects.filter(score_value__isnull=True).exists()
+    assert written == determined.count()
