@@ -57,6 +57,22 @@ def test_sort_is_stable_for_pieces_sharing_a_sequence() -> None:
     assert [p.id for p in sort_message_pieces(pieces)] == ["z", "y", "x"]
 
 
+def test_a_stored_position_orders_pieces_sharing_a_sequence_whatever_the_input_order() -> None:
+    @dataclass
+    class Stored(Piece):
+        position: int = 0
+
+    pieces = [
+        Stored("image", "a", 0, at(0), position=1),
+        Stored("reply", "a", 1, at(1), position=0),
+        Stored("text", "a", 0, at(0), position=0),
+    ]
+    assert [p.id for p in sort_message_pieces(pieces)] == ["text", "image", "reply"]
+    dicts = [{"id": "b", "position": 1}, {"id": "a", "position": 0}]
+    rows = [{**d, "conversation_id": "c", "sequence": 0, "timestamp": at(0)} for d in dicts]
+    assert [m.pieces for m in reassemble_conversation(rows)][0][0]["id"] == "a"
+
+
 def test_works_on_plain_dicts() -> None:
     pieces = [
         {"id": "2", "conversation_id": "a", "sequence": 1, "timestamp": at(2), "role": "assistant"},
