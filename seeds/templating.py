@@ -10,10 +10,17 @@ PyRIT renders seed values in a `jinja2.sandbox.SandboxedEnvironment` (PYRIT-MODE
   Like PyRIT, a template that does not parse raises (here: `TemplateSyntaxProblem`).
 
 The sandbox already refuses access to Python internals (`''.__class__`, `cycler.__init__`...).
-On top of it every render runs under budgets, because template text is hostile here: a cap on
-`range()` sizes, on executed template steps (loops that print nothing), on the size of strings
-and numbers produced by operators, calls, filters and namespaces, and on the output length. A
-template that hits a budget fails like any other render error.
+Template text is hostile here, so every parse and render of a value holding markup runs in a
+forked child process with a CPU, memory and wall-clock limit (`seeds.bounded`, `LIMITS`): work
+inside one filter or C call (`wordwrap`, `join`, `indent`, deep nesting) cannot outlast it.
+Inside the child, checks give precise messages for the common cases first: a cap on `range()`
+sizes, on executed template steps, on bracket/block nesting, on the size of strings and numbers
+produced by operators, calls, filters and namespaces, and on the output length. Values without
+markup never start a child. Batches (`render_silent_many`, `escape_many`) share one child and
+one time budget, so importing or exporting hundreds of templates forks once.
+
+Going over any budget raises (or returns) `TemplateBudgetExceeded`: save-time validation,
+previews, exports and imports report it for the seed at fault.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import FrameType
 from typing import Any
 
@@ -30,6 +37,8 @@ from jinja2.exceptions import SecurityError
 from jinja2.sandbox import SandboxedEnvironment
 from jinja2.utils import Namespace
 
+from seeds import bounded
+
 # Budgets for one render. Generous for real prompts (the biggest bundled seed is ~3 KB).
 MAX_TEMPLATE_CHARS = 1_000_000
 MAX_OUTPUT_CHARS = 1_000_000
@@ -37,6 +46,13 @@ MAX_RANGE_ITEMS = 10_000
 MAX_STEPS = 200_000
 MAX_INT_ARGUMENT = 100_000
 MAX_POWER_EXPONENT = 1_000
+# Deepest bracket or block nesting: the parser recurses per level, and the Python code Jinja
+# compiles a template to indents per block (Python allows 100 levels).
+MAX_NESTING = 30
+# Every template's parse and render runs in a child process under these limits (seeds.bounded):
+# 2 s and 256 MiB per template, 10 s for all the templates one request or file renders.
+LIMITS = bounded.Limits(item_seconds=2.0, batch_seconds=10.0, memory_bytes=256 * 1024 * 1024)
+_BLOCK_TAGS = frozenset({"for", "if", "macro", "call", "filter", "block", "with", "autoescape"})
 
 _NEWLINE_RE = re.compile(r"(\r\n|\r|\n)")
 # PyRIT's own pre-check before a silent render (seed.py, render_template_value_silent).
@@ -46,8 +62,8 @@ _FOR_VAR_RE = re.compile(r"\{%[-\s]*for\s+\w+\s+in\s+(\w+)")
 _TEMPLATE_FILENAME = "<template>"
 
 
-class TemplateBudgetExceeded(SecurityError):
-    """A render went over one of the resource budgets."""
+class TemplateBudgetExceeded(SecurityError, ValueError):
+    """A render went over one of the resource budgets (a ValueError like other render errors)."""
 
 
 class TemplateSyntaxProblem(ValueError):
@@ -204,7 +220,19 @@ class GuardedSandbox(SandboxedEnvironment):
 
 
 def _run_budgeted(env: GuardedSandbox, source: str, params: Mapping[str, Any]) -> str:
-    """Render with a step budget (trace of template frames only) and a streaming output cap."""
+    """Render with a step budget (trace of template frames only) and a streaming output cap.
+
+    Running out of memory (the child's address-space cap) or of stack is a budget overrun.
+    """
+    try:
+        return _render_traced(env, source, params)
+    except MemoryError as exc:
+        raise TemplateBudgetExceeded("went over the memory limit for one template") from exc
+    except RecursionError as exc:
+        raise TemplateBudgetExceeded("nests too deeply") from exc
+
+
+def _render_traced(env: GuardedSandbox, source: str, params: Mapping[str, Any]) -> str:
     template = env.from_string(source)
 
     def local_tracer(frame: FrameType, event: str, arg: Any) -> Any:
@@ -238,61 +266,160 @@ def _plain_text(value: str) -> str:
     return "\n".join(lines)
 
 
+def has_markup(value: str) -> bool:
+    """True when Jinja would see a tag, an expression or a comment in `value`."""
+    return "{{" in value or "{%" in value or "{#" in value
+
+
+def _check_nesting(env: GuardedSandbox, value: str) -> None:
+    """Refuse deep bracket or block nesting before the (recursive) parser meets it."""
+    depth = blocks = 0
+    expect_block_name = False
+    for lineno, kind, token in env.lex(value):
+        if kind == "whitespace":
+            continue
+        if kind == "operator" and token in "([{":
+            depth += 1
+        elif kind == "operator" and token in ")]}":
+            depth -= 1
+        elif kind == "block_begin":
+            expect_block_name = True
+            continue
+        elif kind == "name" and expect_block_name:
+            if token in _BLOCK_TAGS:
+                blocks += 1
+            elif token.startswith("end"):
+                blocks -= 1
+        expect_block_name = False
+        if depth > MAX_NESTING or blocks > MAX_NESTING:
+            raise TemplateSyntaxProblem(
+                f"expressions or blocks nest more than {MAX_NESTING} levels deep", lineno
+            )
+
+
 def _parse(env: GuardedSandbox, value: str) -> nodes.Template:
     if len(value) > MAX_TEMPLATE_CHARS:
         raise TemplateSyntaxProblem(f"template longer than {MAX_TEMPLATE_CHARS} characters", None)
     try:
+        _check_nesting(env, value)
         return env.parse(value)
     except TemplateSyntaxError as exc:
         raise TemplateSyntaxProblem(exc.message or str(exc), exc.lineno) from exc
+    except RecursionError as exc:
+        # The lexer check above bounds brackets and blocks; anything else that still recurses
+        # past Python's limit is refused the same way.
+        raise TemplateSyntaxProblem("the template nests too deeply", None) from exc
 
 
-def render_silent(value: str, **params: Any) -> str:
-    """PyRIT's silent render: unknown variables stay as `{{ name }}`; errors return `value`."""
-    if "{" not in value:
-        # Nothing for Jinja to do but its newline handling; skip the compile.
-        return _plain_text(value)
+# -- work done in the bounded child (seeds.bounded); results are plain picklable tuples -------
+
+_OK, _SYNTAX, _BUDGET, _ERROR = "ok", "syntax", "budget", "error"
+Result = tuple[Any, ...]
+
+
+def _syntax(exc: TemplateSyntaxProblem) -> Result:
+    return (_SYNTAX, exc.message, exc.lineno)
+
+
+def _silent_in_child(item: tuple[str, Mapping[str, Any]]) -> Result:
+    """PyRIT's silent render; budget overruns are reported, other render errors keep `value`."""
+    value, params = item
     if _CONTROL_RE.search(value) and any(v not in params for v in _FOR_VAR_RE.findall(value)):
-        return value
+        return (_OK, value)
     env = GuardedSandbox(undefined=PartialUndefined)
-    _parse(env, value)  # like PyRIT, a template that does not parse is an error, not a no-op
     try:
-        return _run_budgeted(env, value, params)
+        _parse(env, value)  # like PyRIT, a template that does not parse is an error, not a no-op
+    except TemplateSyntaxProblem as exc:
+        return _syntax(exc)
+    try:
+        return (_OK, _run_budgeted(env, value, params))
+    except TemplateBudgetExceeded as exc:
+        return (_BUDGET, str(exc))
     except Exception:  # noqa: BLE001 - PyRIT returns the value unchanged on any render error
-        return value
+        return (_OK, value)
 
 
-def render_strict(value: str, template_name: str | None = None, /, **params: Any) -> str:
-    """PyRIT's strict render: any problem raises ValueError("Error rendering template ...").
-
-    `template_name` (the seed's name) only labels the error; it is positional-only so that
-    a template variable may be called anything, `name` included.
-    """
-    label = template_name or "<unnamed template>"
+def _strict_in_child(item: tuple[str, Mapping[str, Any]]) -> Result:
+    """PyRIT's strict render: the rendered text or the error's detail."""
+    value, params = item
     try:
         env = GuardedSandbox(undefined=StrictUndefined)
         _parse(env, value)
-        return _run_budgeted(env, value, params)
-    except Exception as exc:  # noqa: BLE001 - PyRIT wraps every failure the same way
-        detail = exc.message if isinstance(exc, TemplateSyntaxProblem) else str(exc)
-        raise ValueError(
-            f"Error rendering template '{label}': {detail}. "
-            f"Template value preview: {value[:100]}..."
-        ) from exc
-
-
-def template_variables(value: str) -> set[str]:
-    """Names the template reads from its parameters (raises TemplateSyntaxProblem)."""
-    env = GuardedSandbox(undefined=StrictUndefined)
-    return set(meta.find_undeclared_variables(_parse(env, value))) - set(env.globals)
-
-
-def template_problems(value: str, parameters: list[str] | None) -> list[str]:
-    """What a curator must fix before saving a template: syntax, parameters, unsafe access."""
-    try:
-        used = template_variables(value)
+        return (_OK, _run_budgeted(env, value, params))
     except TemplateSyntaxProblem as exc:
-        return [str(exc)]
+        return (_ERROR, exc.message)
+    except TemplateBudgetExceeded as exc:
+        return (_BUDGET, str(exc))
+    except Exception as exc:  # noqa: BLE001 - PyRIT wraps every failure the same way
+        return (_ERROR, str(exc))
+
+
+def _variables_in_child(value: str) -> Result:
+    env = GuardedSandbox(undefined=StrictUndefined)
+    try:
+        used = set(meta.find_undeclared_variables(_parse(env, value))) - set(env.globals)
+    except TemplateSyntaxProblem as exc:
+        return _syntax(exc)
+    return (_OK, sorted(used))
+
+
+def _problems_in_child(item: tuple[str, list[str]]) -> Result:
+    value, parameters = item
+    outcome = _variables_in_child(value)
+    if outcome[0] != _OK:
+        return outcome
+    used = set(outcome[1])
+    problems = _parameter_problems(used, parameters)
+    # A trial render with placeholder values catches sandbox violations and budget overruns,
+    # which only show up when the template runs.
+    env = GuardedSandbox(undefined=StrictUndefined)
+    try:
+        _run_budgeted(env, value, {name: "x" for name in used})
+    except TemplateBudgetExceeded as exc:
+        return (_BUDGET, str(exc))
+    except SecurityError as exc:
+        problems.append(f"The template is refused by the sandbox: {exc}")
+    except Exception:  # noqa: BLE001, S110 - placeholder values may not fit; that is not a defect
+        pass
+    return (_OK, problems)
+
+
+def _escape_in_child(value: str) -> Result:
+    """PyRIT's escape_for_jinja, verified by rendering the result back."""
+    outcome = _silent_in_child((value, {}))
+    if outcome == (_OK, value):
+        return outcome
+    if outcome[0] == _BUDGET:
+        return outcome
+    pieces: list[str] = []
+    pos = 0
+    for match in re.finditer(r"\{%-?\s*endraw\s*-?%\}", value):
+        pieces.append("{% raw %}" + value[pos : match.start()] + "{% endraw %}")
+        pieces.append("{{ " + repr(match.group(0)) + " }}")
+        pos = match.end()
+    pieces.append("{% raw %}" + value[pos:] + "{% endraw %}")
+    escaped = "".join(pieces)
+    if _silent_in_child((escaped, {})) != (_OK, value):
+        return (_ERROR, "value cannot be escaped for Jinja")
+    return (_OK, escaped)
+
+
+def _run(function: Callable[[Any], Result], items: Sequence[Any]) -> list[Result]:
+    """Run child work under seeds.bounded's limits; a limit reached is a budget result."""
+    outcomes = bounded.run_each(function, items, LIMITS)
+    return [o.value if o.ok else (_BUDGET, o.problem) for o in outcomes]
+
+
+def _raise_for(result: Result) -> None:
+    if result[0] == _SYNTAX:
+        raise TemplateSyntaxProblem(result[1], result[2])
+    if result[0] == _BUDGET:
+        raise TemplateBudgetExceeded(f"the template is over budget: {result[1]}")
+    if result[0] == _ERROR:
+        raise ValueError(result[1])
+
+
+def _parameter_problems(used: set[str], parameters: list[str] | None) -> list[str]:
     problems: list[str] = []
     declared = set(parameters or [])
     if undeclared := sorted(used - declared):
@@ -302,16 +429,109 @@ def template_problems(value: str, parameters: list[str] | None) -> list[str]:
         )
     if unused := sorted(declared - used):
         problems.append("Parameters declared but not used by the template: " + ", ".join(unused))
-    # A trial render with placeholder values catches sandbox violations and budget overruns,
-    # which only show up when the template runs.
-    env = GuardedSandbox(undefined=StrictUndefined)
-    try:
-        _run_budgeted(env, value, {name: "x" for name in used})
-    except SecurityError as exc:
-        problems.append(f"The template is refused by the sandbox: {exc}")
-    except Exception:  # noqa: BLE001, S110 - placeholder values may not fit; that is not a defect
-        pass
     return problems
+
+
+# -- the public functions (each template's work runs bounded; plain text never forks) -------
+
+RenderResult = str | TemplateSyntaxProblem | TemplateBudgetExceeded
+
+
+def render_silent_many(values: Sequence[str], **params: Any) -> list[RenderResult]:
+    """`render_silent` of each value, in one bounded child; a failure is returned, not raised."""
+    results: list[RenderResult] = []
+    templated = [i for i, v in enumerate(values) if has_markup(v)]
+    work = _run(_silent_in_child, [(values[i], params) for i in templated])
+    rendered = dict(zip(templated, work, strict=True))
+    for i, value in enumerate(values):
+        result = rendered.get(i)
+        if result is None:
+            results.append(_plain_text(value))
+            continue
+        try:
+            _raise_for(result)
+        except (TemplateSyntaxProblem, TemplateBudgetExceeded) as exc:
+            results.append(exc)
+            continue
+        results.append(result[1])
+    return results
+
+
+def render_silent(value: str, **params: Any) -> str:
+    """PyRIT's silent render: unknown variables stay as `{{ name }}`; errors return `value`.
+
+    Raises TemplateSyntaxProblem for a template that does not parse (as PyRIT does) and
+    TemplateBudgetExceeded for one that goes over a budget.
+    """
+    [result] = render_silent_many([value], **params)
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+def render_strict(value: str, template_name: str | None = None, /, **params: Any) -> str:
+    """PyRIT's strict render: any problem raises ValueError("Error rendering template ...").
+
+    `template_name` (the seed's name) only labels the error; it is positional-only so that
+    a template variable may be called anything, `name` included. Going over a budget is a
+    TemplateBudgetExceeded, which is a ValueError with the same wording.
+    """
+    label = template_name or "<unnamed template>"
+    if len(value) <= MAX_TEMPLATE_CHARS and not has_markup(value):
+        return _plain_text(value)
+    [result] = _run(_strict_in_child, [(value, params)])
+    if result[0] == _OK:
+        return str(result[1])
+    error = TemplateBudgetExceeded if result[0] == _BUDGET else ValueError
+    detail = f"over budget: {result[1]}" if result[0] == _BUDGET else result[1]
+    raise error(
+        f"Error rendering template '{label}': {detail}. Template value preview: {value[:100]}..."
+    )
+
+
+def template_variables(value: str) -> set[str]:
+    """Names the template reads from its parameters.
+
+    Raises TemplateSyntaxProblem, or TemplateBudgetExceeded when even parsing is over budget.
+    """
+    if len(value) <= MAX_TEMPLATE_CHARS and not has_markup(value):
+        return set()
+    [result] = _run(_variables_in_child, [value])
+    _raise_for(result)
+    return set(result[1])
+
+
+def template_problems(value: str, parameters: list[str] | None) -> list[str]:
+    """What a curator must fix before saving a template: syntax, parameters, unsafe access."""
+    if len(value) <= MAX_TEMPLATE_CHARS and not has_markup(value):
+        return _parameter_problems(set(), parameters)
+    [result] = _run(_problems_in_child, [(value, list(parameters or []))])
+    if result[0] == _SYNTAX:
+        return [str(TemplateSyntaxProblem(result[1], result[2]))]
+    if result[0] == _BUDGET:
+        return [f"The template is over budget: {result[1]}"]
+    return list(result[1])
+
+
+def escape_many(values: Sequence[str]) -> list[str | ValueError]:
+    """`escape_for_jinja` of each value, in one bounded child; a failure is returned."""
+    # Plain text whose newlines Jinja would keep as they are needs no escaping and no child.
+    templated = [i for i, v in enumerate(values) if has_markup(v) or _plain_text(v) != v]
+    work = _run(_escape_in_child, [values[i] for i in templated])
+    escaped = dict(zip(templated, work, strict=True))
+    results: list[str | ValueError] = []
+    for i, value in enumerate(values):
+        result = escaped.get(i)
+        if result is None:
+            results.append(value)
+            continue
+        try:
+            _raise_for(result)
+        except ValueError as exc:
+            results.append(exc)
+            continue
+        results.append(result[1])
+    return results
 
 
 def escape_for_jinja(value: str) -> str:
@@ -319,20 +539,9 @@ def escape_for_jinja(value: str) -> str:
 
     PyRIT's `Seed.escape_for_jinja` wraps the value in `{% raw %}...{% endraw %}`; an `endraw`
     tag inside the value is emitted as a string expression so it cannot close the block early.
+    Raises ValueError (TemplateBudgetExceeded when rendering the value is over budget).
     """
-    try:
-        if render_silent(value) == value:
-            return value
-    except TemplateSyntaxProblem:
-        pass
-    pieces: list[str] = []
-    pos = 0
-    for match in re.finditer(r"\{%-?\s*endraw\s*-?%\}", value):
-        pieces.append("{% raw %}" + value[pos : match.start()] + "{% endraw %}")
-        pieces.append("{{ " + repr(match.group(0)) + " }}")
-        pos = match.end()
-    pieces.append("{% raw %}" + value[pos:] + "{% endraw %}")
-    escaped = "".join(pieces)
-    if render_silent(escaped) != value:
-        raise ValueError("value cannot be escaped for Jinja")
-    return escaped
+    [result] = escape_many([value])
+    if isinstance(result, Exception):
+        raise result
+    return result

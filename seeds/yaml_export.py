@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from seeds.rules import value_sha256_for
-from seeds.templating import escape_for_jinja
+from seeds.templating import escape_many
 
 # Seed-level scalars inherited from the dataset when the seed's own is empty (`or`) ...
 _OR_INHERITED = ("name", "description", "source")
@@ -77,6 +77,34 @@ def _unique_alias(wanted: str, used: set[str]) -> str:
     return alias
 
 
+class ExportProblem(ValueError):
+    """Some seeds cannot be written; `problems` names each one and why."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def seed_label(seed: Any) -> str:
+    """How a problem names a seed: its id (and name when it has one)."""
+    name = getattr(seed, "name", None)
+    return f"seed {getattr(seed, 'id', '?')}" + (f" ({name})" if name else "")
+
+
+def _escaped_values(seeds: Sequence[Any]) -> dict[int, str]:
+    """Each value escaped for Jinja, keyed by id(seed); all checked in one bounded batch."""
+    valued = [s for s in seeds if s.seed_type != "simulated_conversation"]
+    results = escape_many([s.value for s in valued])
+    problems = [
+        f"{seed_label(s)}: {r}"
+        for s, r in zip(valued, results, strict=True)
+        if not isinstance(r, str)
+    ]
+    if problems:
+        raise ExportProblem(problems)
+    return {id(s): r for s, r in zip(valued, results, strict=True) if isinstance(r, str)}
+
+
 def build_document(
     dataset: Mapping[str, Any], groups: Sequence[tuple[str | None, Sequence[Any]]]
 ) -> dict[str, Any]:
@@ -85,11 +113,13 @@ def build_document(
     `dataset` holds the dataset-level fields (`dataset_name`, `dataset_name_declared`, `name`,
     `description`, `source`, `added_by`, `data_type`, `seed_type`, `harm_categories`,
     `authors`, `groups`, `date_added`); `groups` is (alias, seeds in group order) per group.
-    Seeds are any objects with the Seed attributes.
+    Seeds are any objects with the Seed attributes. Raises ExportProblem naming every seed
+    whose value cannot be checked for Jinja (over the template budget).
     """
     seeds = [s for _, members in groups for s in members]
     if not seeds:
         raise ValueError("a dataset with no seeds cannot be written (PyRIT refuses empty ones)")
+    escaped = _escaped_values(seeds)
     doc: dict[str, Any] = {}
     dataset_name = dataset.get("dataset_name")
     declared = dataset.get("dataset_name_declared", True)
@@ -131,6 +161,7 @@ def build_document(
             entries.append(
                 _seed_entry(
                     seed,
+                    escaped_value=escaped.get(id(seed)),
                     top=top,
                     lists=lists,
                     alias=group_alias,
@@ -146,6 +177,7 @@ def build_document(
 def _seed_entry(
     seed: Any,
     *,
+    escaped_value: str | None,
     top: Mapping[str, Any],
     lists: Mapping[str, list[str]],
     alias: str | None,
@@ -156,7 +188,7 @@ def _seed_entry(
     entry: dict[str, Any] = {}
     simulated = seed.seed_type == "simulated_conversation"
     if not simulated:
-        entry["value"] = escape_for_jinja(seed.value)
+        entry["value"] = escaped_value
     if seed.seed_type != default_seed_type:
         entry["seed_type"] = seed.seed_type
     if seed.dataset_name and seed.dataset_name != dataset_name:

@@ -52,12 +52,23 @@ import yaml
 
 from redteam.pyrit_enums import CHAT_MESSAGE_ROLES, PROMPT_DATA_TYPES, SEED_TYPES
 from seeds import rules
-from seeds.templating import TemplateSyntaxProblem, render_silent
+from seeds.templating import RenderResult, has_markup, render_silent_many
 
 UPLOAD_DATASETS_PATH = "datasets"
 MAX_MEDIA_BYTES = 256 * 1024 * 1024
 # Without a search root, media are looked for this many folders above the file at most.
 MAX_PARENT_LEVELS = 3
+# YAML aliases (`*a`) share one parsed node, so a small file can stand for a huge document
+# (the "billion laughs"). Counted on the composed nodes before anything walks them.
+MAX_YAML_ALIASES = 10_000
+MAX_YAML_EXPANDED_NODES = 200_000
+# Characters of scalars after expanding aliases: at most this much over the file's own size.
+MAX_YAML_EXPANDED_EXTRA_CHARS = 1_000_000
+_PATH_KEYS = (
+    "adversarial_chat_system_prompt_path",
+    "simulated_target_system_prompt_path",
+    "next_message_system_prompt_path",
+)
 
 _LIST_FIELDS = ("harm_categories", "authors", "groups", "parameters")
 _MERGED_LIST_FIELDS = ("harm_categories", "authors", "groups")
@@ -207,6 +218,97 @@ class LoadedDataset:
         return self.dataset_name or self.name
 
 
+class _DocumentTooLarge(yaml.YAMLError):
+    """Aliases would expand the document past the limits (or refer to themselves)."""
+
+
+class _BoundedSafeLoader(yaml.SafeLoader):
+    """SafeLoader that counts aliases while composing and measures the expanded document.
+
+    Both checks run on the node graph, before any Python object is built or walked, and cost
+    time linear in the file's size (each distinct node is measured once).
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.aliases = 0
+        self.text_chars = len(stream)
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        """Count alias uses as they are composed."""
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_YAML_ALIASES:
+                raise _DocumentTooLarge(f"more than {MAX_YAML_ALIASES} YAML aliases")
+        return super().compose_node(parent, index)  # type: ignore[return-value]
+
+    def get_single_node(self) -> yaml.Node | None:
+        """The document's node, refused if aliases blow it up."""
+        node = super().get_single_node()
+        if node is not None:
+            _check_expansion(node, self.text_chars + MAX_YAML_EXPANDED_EXTRA_CHARS)
+        return node  # type: ignore[no-any-return]
+
+
+def _node_children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _check_expansion(root: yaml.Node, max_chars: int) -> None:
+    """Nodes and scalar characters of the document with every alias expanded, bounded.
+
+    Iterative post-order over the node graph with sizes memoised per node; a node met again
+    while it is still open is an alias to one of its own ancestors (a recursive document).
+    """
+    sizes: dict[int, tuple[int, int]] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, closing = stack.pop()
+        key = id(node)
+        if closing:
+            open_nodes.discard(key)
+            count, chars = 1, len(node.value) if isinstance(node, yaml.ScalarNode) else 0
+            for child in _node_children(node):
+                child_count, child_chars = sizes[id(child)]
+                count += child_count
+                chars += child_chars
+            if count > MAX_YAML_EXPANDED_NODES:
+                raise _DocumentTooLarge(
+                    f"YAML aliases expand the document to more than {MAX_YAML_EXPANDED_NODES} nodes"
+                )
+            if chars > max_chars:
+                raise _DocumentTooLarge(
+                    f"YAML aliases expand the document to more than {max_chars} characters"
+                )
+            sizes[key] = (count, chars)
+            continue
+        if key in sizes:
+            continue
+        open_nodes.add(key)
+        stack.append((node, True))
+        for child in _node_children(node):
+            if id(child) in open_nodes:
+                raise _DocumentTooLarge("a YAML alias refers to a node that contains it")
+            if id(child) not in sizes:
+                stack.append((child, False))
+
+
+def parse_yaml(text: str) -> Any:
+    """`yaml.safe_load` with aliases and expansion bounded (raises yaml.YAMLError)."""
+    loader = _BoundedSafeLoader(text)
+    try:
+        return loader.get_single_data()
+    except RecursionError as exc:
+        raise _DocumentTooLarge("the YAML nests too deeply") from exc
+    finally:
+        loader.dispose()
+
+
 def combine_list(first: list[str] | None, second: list[str] | None) -> list[str]:
     """PyRIT's combine_list: first then second, de-duplicated, order kept."""
     return list(dict.fromkeys([*(first or []), *(second or [])]))
@@ -288,7 +390,7 @@ def load_dataset_text(
 ) -> LoadedDataset:
     """Load a dataset from YAML text; media files are read only when `base_dir` is given."""
     try:
-        data = yaml.safe_load(text)
+        data = parse_yaml(text)
     except yaml.YAMLError as exc:
         raise DatasetLoadError(source_name, [f"invalid YAML: {exc}"]) from exc
     if data is None:
@@ -325,6 +427,7 @@ class _Loader:
         self.path_vars = pyrit_path_variables(datasets_path)
         self.max_media_bytes = max_media_bytes
         self.problems: list[str] = []
+        self.rendered: dict[str, RenderResult] = {}
 
     def problem(self, where: str, message: str) -> None:
         self.problems.append(f"{where}: {message}" if where else message)
@@ -404,6 +507,7 @@ class _Loader:
             self.problem("seeds", "must be a list")
             raise DatasetLoadError(self.source_name, self.problems)
 
+        self.rendered = self._render_all(raw_seeds)
         ds = LoadedDataset(
             source_name=self.source_name,
             dataset_name=self._str("dataset_name", data.get("dataset_name")),
@@ -430,6 +534,28 @@ class _Loader:
         if self.problems:
             raise DatasetLoadError(self.source_name, self.problems)
         return ds
+
+    def _render_all(self, raw_seeds: list[Any]) -> dict[str, RenderResult]:
+        """Render every templated value of the file at once: one bounded child per file."""
+        texts: list[str] = []
+        for raw in raw_seeds:
+            if isinstance(raw, dict):
+                for key in ("value", *_PATH_KEYS):
+                    value = raw.get(key)
+                    if isinstance(value, str) and has_markup(value):
+                        texts.append(value)
+        unique = list(dict.fromkeys(texts))
+        return dict(zip(unique, render_silent_many(unique, **self.path_vars), strict=True))
+
+    def _render(self, where: str, value: str) -> str | None:
+        """A value rendered silently with the path variables; a problem reported if it fails."""
+        result = self.rendered.get(value)
+        if result is None:
+            [result] = render_silent_many([value], **self.path_vars)  # no markup: no child
+        if isinstance(result, Exception):
+            self.problem(where, str(result))
+            return None
+        return result
 
     def _seed(
         self, ds: LoadedDataset, index: int, raw: Any, alias_ids: dict[str, uuid.UUID]
@@ -493,11 +619,10 @@ class _Loader:
             if not isinstance(value, str):
                 self.problem(f"{where}.value", "is required and must be a string")
                 return None
-            try:
-                seed.value = render_silent(value, **self.path_vars)
-            except TemplateSyntaxProblem as exc:
-                self.problem(f"{where}.value", str(exc))
+            rendered = self._render(f"{where}.value", value)
+            if rendered is None:
                 return None
+            seed.value = rendered
         if seed_type == "prompt":
             self._prompt(ds, seed, raw, where)
         elif seed.is_general_technique and seed_type == "objective":
@@ -534,13 +659,9 @@ class _Loader:
         if adversarial is None:
             self.problem(f"{where}.adversarial_chat_system_prompt_path", "is required")
         paths = {}
-        for key in (
-            "adversarial_chat_system_prompt_path",
-            "simulated_target_system_prompt_path",
-            "next_message_system_prompt_path",
-        ):
+        for key in _PATH_KEYS:
             given = self._str(f"{where}.{key}", raw.get(key))
-            paths[key] = render_silent(given, **self.path_vars) if given else None
+            paths[key] = self._render(f"{where}.{key}", given) if given else None
         seed.adversarial_chat_system_prompt_path = paths["adversarial_chat_system_prompt_path"]
         seed.simulated_target_system_prompt_path = paths[
             "simulated_target_system_prompt_path"
@@ -562,16 +683,25 @@ class _Loader:
         self.problem(f"{where}.value", f"unable to infer data_type from file extension: {ext}")
         return None
 
-    def _local_file(self, value: str) -> Path | None:
-        """The file a media value names, searched as the module docstring says (disk only)."""
-        if self.base_dir is None or not value or "\n" in value or len(value) > 4096:
+    def _local_file(self, value: str, where: str | None = None) -> Path | None:
+        """The file a media value names, searched as the module docstring says (disk only).
+
+        Reads stay inside the import's folder (`search_root`, else the file's folder), symlinks
+        resolved. With `where`, an absolute path or one that leads outside is reported there.
+        """
+        if self.base_dir is None or not value or "\n" in value or "\x00" in value:
             return None
+        if len(value) > 4096:
+            return None
+        root = (self.search_root or self.base_dir).resolve()
         candidates: list[Path] = []
-        as_path = Path(value)
-        candidates.append(as_path if as_path.is_absolute() else self.base_dir / as_path)
         marker = self.datasets_path.rstrip("/") + "/seed_datasets/local/"
+        as_path = Path(value)
+        # A relative path that climbs out (`../secret`) is refused whether or not it exists.
+        climbs_out = False
         if value.startswith(marker):
             rel = value[len(marker) :]
+            candidates.append(as_path)
             folders = [self.base_dir, *self.base_dir.parents]
             if self.search_root is None:
                 folders = folders[: 1 + MAX_PARENT_LEVELS]
@@ -579,13 +709,43 @@ class _Loader:
                 candidates.append(folder / rel)
                 if folder == self.search_root:
                     break
-        for candidate in candidates:
+        elif as_path.is_absolute():
+            if where is not None:
+                self.problem(
+                    f"{where}.value",
+                    "absolute media paths are refused; name the file relative to the "
+                    "dataset file (or as {{ datasets_path }}/seed_datasets/local/...)",
+                )
+            return None
+        else:
+            candidates.append(self.base_dir / as_path)
+            climbs_out = not self._inside(self.base_dir / as_path, root)
+        outside = climbs_out
+        for candidate in candidates if not climbs_out else []:
             try:
-                if candidate.is_file():
-                    return candidate.resolve()
-            except OSError:
+                if not candidate.is_file():
+                    continue
+                resolved = candidate.resolve()
+            except (OSError, RuntimeError):
                 continue
+            if resolved.is_relative_to(root):
+                return resolved
+            outside = True
+        if where is not None and outside:
+            self.problem(
+                f"{where}.value",
+                f"media path leads outside the import folder {str(root)!r}; "
+                "only files inside it (or inside --root) are read",
+            )
         return None
+
+    @staticmethod
+    def _inside(path: Path, root: Path) -> bool:
+        """True when `path` (a relative media path joined to its folder) stays inside `root`."""
+        try:
+            return path.resolve().is_relative_to(root)
+        except (OSError, RuntimeError):
+            return False
 
     def _hash(self, seed: LoadedSeed, where: str) -> None:
         """PyRIT's value_sha256: the string for text, the file bytes for media (2.4)."""
@@ -593,7 +753,10 @@ class _Loader:
         if computed is not None:
             seed.value_sha256 = computed
             return
-        path = self._local_file(seed.value)
+        problems_before = len(self.problems)
+        path = self._local_file(seed.value, where)
+        if len(self.problems) > problems_before:
+            return
         if path is None:
             # Left for the caller: uploaded files, or a stored blob named by value_sha256.
             return

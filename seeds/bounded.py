@@ -1,0 +1,188 @@
+"""Run a function over items in a forked child under CPU, memory and wall-clock limits. No Django.
+
+Template text is hostile, and some of what it can ask for happens inside one C call or one
+library function (a join of a long list, `wordwrap`, a deeply nested expression handed to the
+parser), where no check between template steps can stop it. So the work itself runs in a child
+process: its address space is capped (`RLIMIT_AS`, above what it inherits), its CPU time is capped
+per item (`RLIMIT_CPU`), and the parent kills it when an item takes longer than its wall-clock
+share or the whole batch runs out of time. A killed item is reported, the child is restarted at
+the next item, and items left when the batch's time is spent are reported without being run.
+
+The child is a `fork()` of the calling process: it starts in microseconds with everything already
+imported, touches nothing shared (no database, no files) and leaves through `os._exit`, so no
+inherited connection, buffer or exit handler of the parent runs in it. Forking a process that has
+other threads is safe here for the same reason; a child that nevertheless hangs on a lock some
+other thread held at the fork is killed by the wall-clock limit like any slow item.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import pickle
+import resource
+import select
+import signal
+import struct
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+_HEADER = struct.Struct("!I")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much one item, and one whole batch, may cost."""
+
+    item_seconds: float = 2.0
+    batch_seconds: float = 10.0
+    memory_bytes: int = 256 * 1024 * 1024
+
+
+DEFAULT_LIMITS = Limits()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What running one item gave: `ok` with a value, or a `problem` saying why not."""
+
+    ok: bool
+    value: Any = None
+    problem: str = ""
+
+
+def run_each(
+    function: Callable[[Any], Any], items: Sequence[Any], limits: Limits = DEFAULT_LIMITS
+) -> list[Outcome]:
+    """`function(item)` for each item, in forked children under `limits`, in order.
+
+    `function` must return something picklable; an exception it raises becomes a problem
+    naming its type and message (MemoryError and RecursionError as limits reached).
+    """
+    outcomes: list[Outcome | None] = [None] * len(items)
+    batch_deadline = time.monotonic() + limits.batch_seconds
+    start = 0
+    while start < len(items):
+        if time.monotonic() >= batch_deadline:
+            for i in range(start, len(items)):
+                outcomes[i] = Outcome(
+                    False,
+                    problem="not checked: this request's rendering time "
+                    f"({limits.batch_seconds:g} s) was spent on earlier items",
+                )
+            break
+        start = _run_child(function, items, start, outcomes, limits, batch_deadline)
+    return [o if o is not None else Outcome(False, problem="not run") for o in outcomes]
+
+
+def _run_child(
+    function: Callable[[Any], Any],
+    items: Sequence[Any],
+    start: int,
+    outcomes: list[Outcome | None],
+    limits: Limits,
+    batch_deadline: float,
+) -> int:
+    """Fork one child working from `start`; collect its answers; return where to go on."""
+    read_fd, write_fd = os.pipe()
+    with warnings.catch_warnings():
+        # Python 3.12+ warns about fork() with threads; see the module docstring for why the
+        # child is safe (it runs pure Python on imported modules and exits with os._exit).
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's coverage is not collected
+        code = 0
+        try:
+            os.close(read_fd)
+            _child(function, items, start, write_fd, limits)
+        except BaseException:  # noqa: BLE001 - the child must never return into the parent
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    position = start
+    buffer = b""
+    item_deadline = min(time.monotonic() + limits.item_seconds, batch_deadline)
+    try:
+        while position < len(items):
+            remaining = item_deadline - time.monotonic()
+            if remaining <= 0:
+                outcomes[position] = Outcome(
+                    False,
+                    problem=f"took longer than {min(limits.item_seconds, limits.batch_seconds):g}"
+                    " s (the time limit for one template)",
+                )
+                return position + 1
+            ready, _, _ = select.select([read_fd], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(read_fd, 1 << 20)
+            if not chunk:
+                # The child died mid-item: the CPU limit (SIGXCPU) or the memory limit.
+                outcomes[position] = Outcome(
+                    False,
+                    problem="went over the CPU or memory limit for one template "
+                    f"({limits.memory_bytes // (1024 * 1024)} MiB)",
+                )
+                return position + 1
+            buffer += chunk
+            while len(buffer) >= _HEADER.size:
+                (size,) = _HEADER.unpack_from(buffer)
+                if len(buffer) < _HEADER.size + size:
+                    break
+                outcomes[position] = pickle.loads(buffer[_HEADER.size : _HEADER.size + size])  # noqa: S301 - our own child's bytes
+                buffer = buffer[_HEADER.size + size :]
+                position += 1
+                item_deadline = min(time.monotonic() + limits.item_seconds, batch_deadline)
+        return position
+    finally:
+        os.close(read_fd)
+        _reap(pid)
+
+
+def _reap(pid: int) -> None:
+    """Kill the child (it may be stuck) and collect it so no zombie is left."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
+def _child(
+    function: Callable[[Any], Any], items: Sequence[Any], start: int, fd: int, limits: Limits
+) -> None:  # pragma: no cover - runs in the forked child
+    """Run items from `start` under the limits, writing one framed pickled Outcome per item."""
+    signal.signal(signal.SIGXCPU, signal.SIG_DFL)
+    _cap_address_space(limits.memory_bytes)
+    cpu_per_item = max(1, math.ceil(limits.item_seconds))
+    for item in items[start:]:
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        spent = math.ceil(used.ru_utime + used.ru_stime)
+        resource.setrlimit(resource.RLIMIT_CPU, (spent + cpu_per_item, spent + cpu_per_item + 1))
+        try:
+            outcome = Outcome(True, value=function(item))
+        except MemoryError:
+            outcome = Outcome(False, problem="went over the memory limit for one template")
+        except RecursionError:
+            outcome = Outcome(False, problem="nests too deeply")
+        except Exception as exc:  # noqa: BLE001 - reported to the parent as a problem
+            outcome = Outcome(False, problem=f"{type(exc).__name__}: {exc}")
+        data = pickle.dumps(outcome)
+        view = memoryview(_HEADER.pack(len(data)) + data)
+        while view:
+            view = view[os.write(fd, view) :]
+
+
+def _cap_address_space(extra: int) -> None:  # pragma: no cover - runs in the forked child
+    """Limit the child's address space to what it inherited plus `extra` bytes."""
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        pages = int(statm.read().split()[0])
+    current = pages * os.sysconf("SC_PAGE_SIZE")
+    _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = current + extra
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
