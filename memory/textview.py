@@ -12,10 +12,13 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import unicodedata
 from dataclasses import dataclass, field
 
-Segment = tuple[str, str]
+# The invisible-character rules live in redteam.visible (seeds and admin pages use them too).
+from redteam.visible import Segment as Segment
+from redteam.visible import escape_label as escape_label
+from redteam.visible import is_invisible as is_invisible
+from redteam.visible import visible_segments as visible_segments
 
 # Beyond these sizes the page shows a prefix (and skips the diff) so one hostile 50 MB piece
 # cannot make the page slow; the full value stays available through export.
@@ -24,49 +27,7 @@ MAX_DIFF_TOKENS = 4_000
 # Below this similarity an inline diff is noise (ROT13, base64): show both values instead.
 MIN_DIFF_RATIO = 0.35
 
-_TAGS = range(0xE0000, 0xE0080)
-_VARIATION_SELECTORS = (range(0xFE00, 0xFE10), range(0xE0100, 0xE01F0))
-# Characters that render as nothing (or reorder text) although they are not format controls.
-_BLANK_LOOKALIKES = frozenset({0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x180E})
-_KEEP = frozenset({"\n", "\t", "\r"})
 _TOKEN_RE = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
-
-
-def is_invisible(ch: str) -> bool:
-    """True for characters a reviewer could not see: tags, zero-width, bidi, controls."""
-    if ch in _KEEP:
-        return False
-    cp = ord(ch)
-    if cp in _TAGS or cp in _BLANK_LOOKALIKES:
-        return True
-    if any(cp in r for r in _VARIATION_SELECTORS):
-        return True
-    # Cf: format (zero-width, bidi embeddings/overrides/isolates, BOM, soft hyphen);
-    # Cc: controls other than tab and line breaks;
-    # Cs/Co/Cn: surrogates, private use, unassigned.
-    return unicodedata.category(ch) in {"Cf", "Cc", "Cs", "Co", "Cn"}
-
-
-def escape_label(ch: str) -> str:
-    """The visible stand-in for an invisible character, e.g. ``⟨U+200B⟩``."""
-    return f"⟨U+{ord(ch):04X}⟩"
-
-
-def visible_segments(text: str) -> list[Segment]:
-    """Split text into plain runs and visible stand-ins for invisible characters."""
-    segments: list[Segment] = []
-    run: list[str] = []
-    for ch in text:
-        if is_invisible(ch):
-            if run:
-                segments.append(("t", "".join(run)))
-                run = []
-            segments.append(("x", escape_label(ch)))
-        else:
-            run.append(ch)
-    if run:
-        segments.append(("t", "".join(run)))
-    return segments
 
 
 @dataclass

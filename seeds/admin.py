@@ -8,9 +8,7 @@ to a past version posts that version through save_model, so it goes through the 
 
 from __future__ import annotations
 
-import io
 import json
-import zipfile
 from typing import Any
 
 from django.contrib import admin, messages
@@ -24,7 +22,9 @@ from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 from simple_history.admin import SimpleHistoryAdmin
 
+from redteam.visible import visible_text
 from seeds import admin_views, services
+from seeds.admin_views import export_problems_reported, shown_with_count, yaml_download
 from seeds.forms import (
     DESCRIPTION_FIELDS,
     PROMPT_FIELDS,
@@ -42,22 +42,6 @@ from seeds.models import Seed, SeedDataset, SeedGroup
 # (each posted inline row is ~10 fields, and Django caps a POST at 1000 fields).
 INLINE_SEED_LIMIT = 60
 CONTENTS_GROUP_LIMIT = 100
-
-
-def yaml_download(files: dict[str, str], zip_name: str) -> HttpResponse:
-    """One `.prompt` file as a YAML download, or several in a zip."""
-    if len(files) == 1:
-        [(name, text)] = files.items()
-        response = HttpResponse(text, content_type="application/yaml; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="{name}"'
-        return response
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, text in sorted(files.items()):
-            archive.writestr(name, text)
-    response = HttpResponse(buffer.getvalue(), content_type="application/zip")
-    response["Content-Disposition"] = f'attachment; filename="{zip_name}"'
-    return response
 
 
 class _JsonListFilter(admin.SimpleListFilter):
@@ -165,13 +149,24 @@ class GroupInDatasetInline(admin.TabularInline):
 class SeedDatasetAdmin(SimpleHistoryAdmin):
     """Datasets: counts in the list, seeds and groups inline, import and export."""
 
-    list_display = ["dataset_name", "seed_count", "group_count", "short_description", "updated_at"]
+    list_display = ["shown_name", "seed_count", "group_count", "short_description", "updated_at"]
     search_fields = ["dataset_name", "name", "description"]
-    readonly_fields = ["contents", "created_at", "updated_at"]
+    readonly_fields = ["name_as_shown", "contents", "created_at", "updated_at"]
     actions = ["export_selected"]
     change_list_template = "admin/seeds/seeddataset/change_list.html"
     fieldsets = [
-        (None, {"fields": ["dataset_name", "dataset_name_declared", "name", "description"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "dataset_name",
+                    "name_as_shown",
+                    "dataset_name_declared",
+                    "name",
+                    "description",
+                ]
+            },
+        ),
         ("Defaults written to the YAML", {"fields": list(DATASET_DEFAULT_FIELDS)}),
         ("Contents", {"fields": ["contents", "created_at", "updated_at"]}),
     ]
@@ -196,10 +191,20 @@ class SeedDatasetAdmin(SimpleHistoryAdmin):
         """Groups in the dataset."""
         return getattr(obj, "_groups", 0)
 
+    @admin.display(description="dataset name", ordering="dataset_name")
+    def shown_name(self, obj: SeedDataset) -> str:
+        """The name with invisible characters shown as ⟨U+…⟩."""
+        return visible_text(obj.dataset_name)
+
+    @admin.display(description="name as shown")
+    def name_as_shown(self, obj: SeedDataset) -> str:
+        """The name with invisible characters made visible, and how many there are."""
+        return shown_with_count(obj.dataset_name or "")
+
     @admin.display(description="description")
     def short_description(self, obj: SeedDataset) -> str:
         """The description, cut short."""
-        return Truncator(obj.description or "").chars(80)
+        return visible_text(Truncator(obj.description or "").chars(80))
 
     def get_inlines(self, request: HttpRequest, obj: SeedDataset | None) -> list[Any]:
         """Inline editing for small datasets; big ones link to their groups instead."""
@@ -242,11 +247,14 @@ class SeedDatasetAdmin(SimpleHistoryAdmin):
     @admin.action(description="Export selected datasets as PyRIT YAML")
     def export_selected(self, request: HttpRequest, queryset: QuerySet[SeedDataset]) -> Any:
         """One .prompt per dataset (a zip when several)."""
-        files = {
-            f"{export_file_stem(d.dataset_name)}.prompt": services.export_dataset(d)
-            for d in queryset
-            if d.seeds.exists()
-        }
+        with export_problems_reported(self, request) as report:
+            files = {
+                f"{export_file_stem(d.dataset_name)}.prompt": services.export_dataset(d)
+                for d in queryset
+                if d.seeds.exists()
+            }
+        if report.failed:
+            return None
         if not files:
             self.message_user(request, "The selected datasets hold no seeds.", messages.WARNING)
             return None
@@ -281,7 +289,11 @@ class SeedDatasetAdmin(SimpleHistoryAdmin):
             self.message_user(request, "Nothing to export.", messages.WARNING)
             return HttpResponseRedirect(reverse("admin:seeds_seeddataset_changelist"))
         name = f"{export_file_stem(dataset.dataset_name)}.prompt"
-        return yaml_download({name: services.export_dataset(dataset)}, name)
+        with export_problems_reported(self, request) as report:
+            text = services.export_dataset(dataset)
+        if report.failed:
+            return HttpResponseRedirect(reverse("admin:seeds_seeddataset_change", args=[pk]))
+        return yaml_download({name: text}, name)
 
 
 def _save_inline(request: HttpRequest, formset: BaseInlineFormSet, **parents: Any) -> None:
@@ -390,6 +402,7 @@ class SeedAdmin(SimpleHistoryAdmin):
     raw_id_fields = ["group"]
     readonly_fields = [
         "id",
+        "value_as_shown",
         "value_sha256",
         "dataset_name",
         "position",
@@ -409,6 +422,7 @@ class SeedAdmin(SimpleHistoryAdmin):
                     "id",
                     "seed_type",
                     "value",
+                    "value_as_shown",
                     "value_sha256",
                     "data_type",
                     "dataset",
@@ -438,13 +452,18 @@ class SeedAdmin(SimpleHistoryAdmin):
 
     @admin.display(description="value", ordering="value")
     def short_value(self, obj: Seed) -> str:
-        """The value, cut short."""
-        return Truncator(obj.value).chars(90)
+        """The value, cut short, invisible characters shown as ⟨U+…⟩."""
+        return visible_text(Truncator(obj.value).chars(90))
+
+    @admin.display(description="value as shown")
+    def value_as_shown(self, obj: Seed) -> str:
+        """The value with invisible characters made visible, and how many there are."""
+        return shown_with_count(obj.value or "")
 
     @admin.display(description="harm categories")
     def harm_list(self, obj: Seed) -> str:
         """Harm categories, comma-separated."""
-        return ", ".join(obj.harm_categories or [])
+        return visible_text(", ".join(obj.harm_categories or []))
 
     @admin.display(description="media")
     def media_preview(self, obj: Seed) -> str:
@@ -520,7 +539,11 @@ class SeedAdmin(SimpleHistoryAdmin):
     @admin.action(description="Export selected seeds as PyRIT YAML (whole groups)")
     def export_selected(self, request: HttpRequest, queryset: QuerySet[Seed]) -> Any:
         """A .prompt per dataset of the selection (zip when several)."""
-        return yaml_download(services.export_seeds(queryset), "seeds.zip")
+        with export_problems_reported(self, request) as report:
+            files = services.export_seeds(queryset)
+        if report.failed:
+            return None
+        return yaml_download(files, "seeds.zip")
 
     @admin.action(description="Move selected seeds' groups to a dataset", permissions=["change"])
     def move_to_dataset(self, request: HttpRequest, queryset: QuerySet[Seed]) -> Any:

@@ -18,6 +18,7 @@ other thread held at the fork is killed by the wall-clock limit like any slow it
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
 import os
 import pickle
@@ -27,7 +28,7 @@ import signal
 import struct
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,23 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+# An outer deadline (monotonic seconds) shared by every batch run inside `time_budget`, so a
+# request that renders several batches (an export of many datasets) is bounded as a whole.
+_shared_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "bounded_shared_deadline", default=None
+)
+
+
+@contextlib.contextmanager
+def time_budget(seconds: float) -> Iterator[None]:
+    """Every `run_each` inside the block finishes by `seconds` from now, all together."""
+    deadline = time.monotonic() + seconds
+    outer = _shared_deadline.get()
+    token = _shared_deadline.set(deadline if outer is None else min(outer, deadline))
+    try:
+        yield
+    finally:
+        _shared_deadline.reset(token)
 
 
 @dataclass(frozen=True)
@@ -65,6 +83,9 @@ def run_each(
     """
     outcomes: list[Outcome | None] = [None] * len(items)
     batch_deadline = time.monotonic() + limits.batch_seconds
+    shared = _shared_deadline.get()
+    if shared is not None:
+        batch_deadline = min(batch_deadline, shared)
     start = 0
     while start < len(items):
         if time.monotonic() >= batch_deadline:

@@ -138,10 +138,30 @@ def import_dataset(
             _plan(loaded, report, planned[loaded.effective_dataset_name])
         else:
             with transaction.atomic():
+                _lock_dataset_name(loaded.effective_dataset_name)
                 dataset = _plan(loaded, report, planned[loaded.effective_dataset_name])
                 _write(loaded, report, dataset, blobs, user=user)
         reports.append(report)
     return reports
+
+
+def _lock_dataset_name(name: str | None) -> None:
+    """Serialise imports into one dataset until the transaction ends (plan, then write).
+
+    Without it two concurrent imports of the same file (a double-clicked confirm, a retry)
+    both plan against the rows that existed before either, and both insert: the groups twice,
+    or a unique-name violation on a new dataset. PostgreSQL: a transaction-scoped advisory lock
+    on the name, taken before the plan reads anything. SQLite needs none: every transaction
+    starts with BEGIN IMMEDIATE (settings), so writers already run one at a time.
+    """
+    connection = transaction.get_connection()
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+            [f"seeds.import:{name or ''}"],
+        )
 
 
 def _load(source: ImportSource) -> LoadedDataset:
@@ -162,21 +182,29 @@ def _resolve_media(
     blob whose sha256 the YAML names (as redteam's exports do) is used.
     """
     from redteam.models import MediaBlob
+    from seeds.media import check_media_matches
 
     found: dict[int, bytes | str] = {}
     wanted: dict[int, LoadedSeed] = {}
     for seed in loaded.seeds:
         if rules.value_sha256_for(seed.data_type, seed.value) is not None:
             continue
-        if seed.media_path is not None:
-            found[seed.index] = seed.media_path.read_bytes()
+        data = (
+            seed.media_path.read_bytes()
+            if seed.media_path is not None
+            else uploaded.get(media_file_name(seed.value))
+        )
+        if data is None:
+            wanted[seed.index] = seed
             continue
-        data = uploaded.get(media_file_name(seed.value))
-        if data is not None:
-            found[seed.index] = data
-            seed.value_sha256 = rules.bytes_sha256(data)
+        try:
+            # Only bytes that sniff as the declared type are stored (a text file is no image).
+            check_media_matches(seed.data_type, data)
+        except ValueError as exc:
+            report.errors.append(f"seeds[{seed.index}].value: {exc}")
             continue
-        wanted[seed.index] = seed
+        found[seed.index] = data
+        seed.value_sha256 = rules.bytes_sha256(data)
     shas = {s.value_sha256 for s in wanted.values() if s.value_sha256}
     stored = set(MediaBlob.objects.filter(sha256__in=shas).values_list("sha256", flat=True))
     for index, seed in wanted.items():

@@ -13,6 +13,7 @@ from simple_history.models import HistoricalRecords
 
 from redteam.choices import DATA_TYPE_CHOICES, ROLE_CHOICES, SEED_TYPE_CHOICES
 from redteam.pyrit_enums import CHAT_MESSAGE_ROLES, PROMPT_DATA_TYPES, SEED_TYPES
+from redteam.visible import visible_text
 
 
 class SeedDataset(models.Model):
@@ -40,7 +41,8 @@ class SeedDataset(models.Model):
         ordering = ["dataset_name"]
 
     def __str__(self) -> str:
-        return self.dataset_name
+        # Admin titles, breadcrumbs and choice lists show this: invisible characters visible.
+        return visible_text(self.dataset_name)
 
 
 class SeedGroup(models.Model):
@@ -67,7 +69,7 @@ class SeedGroup(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.alias or str(self.prompt_group_id)
+        return visible_text(self.alias) if self.alias else str(self.prompt_group_id)
 
 
 class Seed(models.Model):
@@ -162,4 +164,4 @@ class Seed(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.seed_type}: {self.value[:60]}"
+        return f"{self.seed_type}: {visible_text(self.value[:60])}"

@@ -1,7 +1,7 @@
 """Server-rendered seed pages: datasets, their groups, template previews; promote a piece.
 
 Everything shown here may be hostile text: templates autoescape and never mark it safe.
-Template previews render in the sandbox (seeds.templating) with the parameters typed in.
+Template previews (seeds.preview) render in the sandbox with the parameters posted.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from redteam.roles import viewer_required
+from redteam.visible import visible_text
 from seeds import services
-from seeds.forms import TemplatePreviewForm
 from seeds.models import Seed, SeedDataset
+from seeds.preview import template_preview
 from seeds.querysets import datasets_for_list, groups_for_detail
-from seeds.templating import TemplateSyntaxProblem, render_strict, template_variables
 
 GROUPS_PER_PAGE = 50
 
@@ -44,28 +44,11 @@ def dataset_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @viewer_required
-@require_GET
+@require_http_methods(["GET", "POST"])
 def seed_preview(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
-    """Render one seed's value strictly in the sandbox with the parameters given (GET)."""
+    """Show a seed's template (GET); render it strictly with the parameters posted (POST)."""
     seed = get_object_or_404(Seed.objects.select_related("dataset"), pk=pk)
-    error = None
-    try:
-        variables = sorted(template_variables(seed.value) | set(seed.parameters or []))
-    except TemplateSyntaxProblem as exc:
-        variables, error = sorted(seed.parameters or []), str(exc)
-    submitted = "render" in request.GET
-    form = TemplatePreviewForm(request.GET if submitted else None, variables=variables)
-    rendered = None
-    if submitted and form.is_valid() and error is None:
-        try:
-            rendered = render_strict(seed.value, seed.name, **form.cleaned_data)
-        except ValueError as exc:
-            error = str(exc)
-    return render(
-        request,
-        "seeds/seed_preview.html",
-        {"seed": seed, "form": form, "rendered": rendered, "error": error},
-    )
+    return render(request, "seeds/seed_preview.html", template_preview(request, seed))
 
 
 @login_required
@@ -97,9 +80,11 @@ def promote_piece(request: HttpRequest) -> HttpResponse:
         messages.error(request, f"Not promoted: {exc}")
         return HttpResponseRedirect(back or reverse("seeds:dataset_list"))
     if result.created:
-        messages.success(request, f"Added a seed to {dataset.dataset_name}.")
+        messages.success(request, f"Added a seed to {visible_text(dataset.dataset_name)}.")
     else:
-        messages.info(request, f"{dataset.dataset_name} already holds this seed; nothing added.")
+        messages.info(
+            request, f"{visible_text(dataset.dataset_name)} already holds this seed; nothing added."
+        )
     return HttpResponseRedirect(back or reverse("seeds:dataset_detail", args=[dataset.pk]))
 
 

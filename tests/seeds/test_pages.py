@@ -99,10 +99,10 @@ def test_dataset_pages_cost_the_same_queries_at_3_and_30_groups(
 def test_preview_renders_in_the_sandbox_and_escapes_the_result(reader: Client) -> None:
     seed = make_seed(make_dataset(), value="Tell {{ who }} about it", parameters=["who"])
     url = reverse("seeds:seed_preview", args=[seed.pk])
-    response = reader.get(url, {"render": "1", "who": HOSTILE})
+    response = reader.post(url, {"render": "1", "who": HOSTILE})
     assert response.context["rendered"] == f"Tell {HOSTILE} about it"
     assert b"<script>alert(1)" not in response.content
-    missing = reader.get(url, {"render": "1"})
+    missing = reader.post(url, {"render": "1"})
     assert missing.context["rendered"] == "Tell  about it"  # an empty box is an empty string
 
 
@@ -114,7 +114,7 @@ def test_preview_refuses_template_injection_with_a_clear_message(
     reader: Client, value: str
 ) -> None:
     seed = make_seed(make_dataset(), value=value)
-    response = reader.get(reverse("seeds:seed_preview", args=[seed.pk]), {"render": "1"})
+    response = reader.post(reverse("seeds:seed_preview", args=[seed.pk]), {"render": "1"})
     assert response.status_code == 200
     assert response.context["rendered"] is None
     assert response.context["error"].startswith("Error rendering template")

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from seeds.importing import export_dataset
 from seeds.models import SeedDataset
+from seeds.yaml_export import ExportProblem
 
 
 class Command(BaseCommand):
@@ -28,7 +29,12 @@ class Command(BaseCommand):
             raise CommandError(f"No dataset named {options['name']!r}.")
         if not dataset.seeds.exists():
             raise CommandError(f"Dataset {dataset.dataset_name!r} holds no seeds.")
-        text = export_dataset(dataset)
+        try:
+            text = export_dataset(dataset)
+        except ExportProblem as exc:
+            raise CommandError(
+                "Nothing written; these seeds cannot be exported:\n  " + "\n  ".join(exc.problems)
+            ) from exc
         if options["output"]:
             options["output"].write_text(text, encoding="utf-8")
             self.stderr.write(f"Wrote {dataset.dataset_name} to {options['output']}.")

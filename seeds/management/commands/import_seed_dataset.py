@@ -42,8 +42,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--root",
             type=Path,
-            help="folder holding the dataset tree, for resolving media "
-            "(default: the folder given, or up to three levels above a file)",
+            help="folder holding the dataset tree: media are read only from inside it "
+            "(default: the folder given, or the file's own folder)",
         )
         parser.add_argument("--dry-run", action="store_true", help="report, write nothing")
 
@@ -81,7 +81,11 @@ class Command(BaseCommand):
         sources: list[ImportSource] = []
         for path in paths:
             if path.is_dir():
+                folder = (root or path).resolve()
                 for file in sorted(path.rglob("*.prompt")):
+                    if not file.resolve().is_relative_to(folder):
+                        # A symlinked .prompt that leads out of the tree is not read.
+                        raise CommandError(f"{file} leads outside {folder}; not imported.")
                     sources.append(
                         ImportSource(
                             name=str(file.relative_to(path)),
