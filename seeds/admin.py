@@ -56,7 +56,8 @@ class _JsonListFilter(admin.SimpleListFilter):
         for stored in Seed.objects.values_list(self.field_name, flat=True).distinct():
             if isinstance(stored, list):
                 values.update(v for v in stored if isinstance(v, str))
-        return [(v, v) for v in sorted(values)[: self.max_choices]]
+        # The label shows invisible characters; the value filtered on stays the stored one.
+        return [(v, visible_text(v)) for v in sorted(values)[: self.max_choices]]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         """Rows whose list holds the value (JSON-quoted, so 'hate' does not match 'hateful')."""
@@ -404,7 +405,7 @@ class SeedAdmin(SimpleHistoryAdmin):
         "id",
         "value_as_shown",
         "value_sha256",
-        "dataset_name",
+        "shown_dataset_name",
         "position",
         "media_preview",
         "template_preview_link",
@@ -426,7 +427,7 @@ class SeedAdmin(SimpleHistoryAdmin):
                     "value_sha256",
                     "data_type",
                     "dataset",
-                    "dataset_name",
+                    "shown_dataset_name",
                     "group",
                     "position",
                     "prompt_group_alias",
@@ -459,6 +460,11 @@ class SeedAdmin(SimpleHistoryAdmin):
     def value_as_shown(self, obj: Seed) -> str:
         """The value with invisible characters made visible, and how many there are."""
         return shown_with_count(obj.value or "")
+
+    @admin.display(description="dataset name")
+    def shown_dataset_name(self, obj: Seed) -> str:
+        """The dataset name the seed carries, invisible characters shown as ⟨U+…⟩."""
+        return visible_text(obj.dataset_name or "") or "-"
 
     @admin.display(description="harm categories")
     def harm_list(self, obj: Seed) -> str:

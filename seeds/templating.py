@@ -406,6 +406,8 @@ def _escape_in_child(value: str) -> Result:
 
 def _run(function: Callable[[Any], Result], items: Sequence[Any]) -> list[Result]:
     """Run child work under seeds.bounded's limits; a limit reached is a budget result."""
+    if not items:
+        return []
     outcomes = bounded.run_each(function, items, LIMITS)
     return [o.value if o.ok else (_BUDGET, o.problem) for o in outcomes]
 

@@ -701,6 +701,7 @@ class _Loader:
         climbs_out = False
         if value.startswith(marker):
             rel = value[len(marker) :]
+            climbs_out = not self._inside(self.base_dir / rel, root)
             candidates.append(as_path)
             folders = [self.base_dir, *self.base_dir.parents]
             if self.search_root is None:
