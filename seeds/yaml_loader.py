@@ -28,6 +28,10 @@ Where redteam has to decide (documented in README, "Seed datasets"):
   `<dir>/<rel>` in the file's folder and its parents up to `search_root` (without one, up to
   three levels up), so a copy of `seed_datasets/local` (like the fixtures) imports with its
   media. The value stored for a resolved media seed is the real absolute path of the file read.
+* Reads are confined to `search_root` (else the file's folder), symlinks resolved: an absolute
+  media path, a `../` that climbs out, or a file that resolves outside is a problem of its seed.
+* The YAML is parsed with aliases counted and the expanded size measured on the node graph
+  (`parse_yaml`), so a "billion laughs" file is refused before anything walks it.
 * Without a folder (an upload), `datasets_path` renders as `datasets`, nothing is read from disk,
   and media seeds keep `media_path=None` for the caller to resolve from uploaded files or from
   stored blobs (by `value_sha256`).
