@@ -177,6 +177,8 @@ def _child(
 ) -> None:  # pragma: no cover - runs in the forked child
     """Run items from `start` under the limits, writing one framed pickled Outcome per item."""
     signal.signal(signal.SIGXCPU, signal.SIG_DFL)
+    # A child killed by SIGXCPU must not leave a core file of the worker's memory behind.
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     _cap_address_space(limits.memory_bytes)
     cpu_per_item = max(1, math.ceil(limits.item_seconds))
     for item in items[start:]:

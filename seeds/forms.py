@@ -128,7 +128,10 @@ class InlineSeedForm(forms.ModelForm):
         from seeds.rules import seed_errors
 
         _add_rule_errors(self, [(self.instance, e) for e in seed_errors(self.instance)])
-        _template_errors(self, self.instance)
+        # Only rows whose value changed run the template check: a page of inline rows must not
+        # cost one bounded render per untouched seed.
+        if self.instance._state.adding or "value" in self.changed_data:
+            _template_errors(self, self.instance)
 
 
 class SeedInlineFormSet(BaseInlineFormSet):
