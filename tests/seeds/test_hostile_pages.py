@@ -7,13 +7,19 @@ a worker timeout. The preview renders only on a POST, with CSRF.
 from __future__ import annotations
 
 import io
+import os
 import re
+import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
@@ -213,7 +219,7 @@ def test_concurrent_confirms_store_the_seeds_once(curator: User, same_preview: b
         pytest.skip(
             "SQLite's in-memory test database is shared between threads through its shared "
             "cache, where a second writer fails at once (SQLITE_LOCKED) instead of waiting; "
-            "on a real SQLite file BEGIN IMMEDIATE serialises the confirms (settings)."
+            "the next test runs concurrent imports as processes on a SQLite file instead."
         )
     text = "dataset_name: fresh\nseeds:\n  - value: one\n  - value: two\n"
     clients: list[Client] = []
@@ -251,3 +257,52 @@ def test_concurrent_confirms_store_the_seeds_once(curator: User, same_preview: b
     assert SeedDataset.objects.filter(dataset_name="fresh").count() == 1
     assert SeedGroup.objects.count() == 2
     assert sorted(Seed.objects.values_list("value", flat=True)) == ["one", "two"]
+
+
+# Each process sets Django up, waits for the same instant, then imports the same file.
+_IMPORT_AT = """
+import os, sys, time
+import django
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "redteam.settings")
+django.setup()
+from seeds.importing import ImportSource, import_dataset
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))
+[report] = import_dataset(sources=[ImportSource("fresh.prompt", text=open(sys.argv[1]).read())])
+print(report.seeds_created, report.seeds_skipped)
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_imports_store_the_seeds_once_on_a_sqlite_file(tmp_path: Path) -> None:
+    if connection.vendor != "sqlite":
+        pytest.skip("PostgreSQL runs the threaded confirm test above")
+    # The migrated in-memory test database, copied to a file several processes can share.
+    database = tmp_path / "shared.sqlite3"
+    connection.ensure_connection()
+    target = sqlite3.connect(database)
+    connection.connection.backup(target)  # type: ignore[union-attr]
+    target.close()
+    prompt = tmp_path / "fresh.prompt"
+    prompt.write_text("dataset_name: fresh\nseeds:\n  - value: one\n  - value: two\n")
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}", "ENV_FILE": "", "DEBUG": "1"}
+    start_at = str(time.time() + 3.0)
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", _IMPORT_AT, str(prompt), start_at],
+            cwd=settings.BASE_DIR,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    answers = []
+    for process in processes:
+        out, err = process.communicate(timeout=60)
+        assert process.returncode == 0, err
+        answers.append(out.split())
+    assert sorted(answers) == [["0", "2"], ["0", "2"], ["2", "0"]]
+    with sqlite3.connect(database) as check:
+        assert check.execute("SELECT count(*) FROM seeds_seed").fetchone() == (2,)
+        assert check.execute("SELECT count(*) FROM seeds_seeddataset").fetchone() == (1,)
