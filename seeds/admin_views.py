@@ -34,6 +34,8 @@ from seeds.yaml_export import ExportProblem
 
 # The import preview lists this many groups per file, so a huge file cannot make a huge page.
 PREVIEW_GROUPS = 200
+# A message about one seed or file shows at most this much of it.
+MESSAGE_CHARS = 2_000
 # The change page shows this much of a value as seen through the visible-character lens.
 SHOWN_VALUE_CHARS = 20_000
 
@@ -44,7 +46,7 @@ def shown_with_count(text: str) -> str:
     hidden = count_invisible(shown)
     note = f"[{hidden} invisible character(s) shown as ⟨U+…⟩] " if hidden else ""
     cut = " […]" if len(text) > SHOWN_VALUE_CHARS else ""
-    return note + visible_text(shown) + cut
+    return note + visible_text(shown, limit=SHOWN_VALUE_CHARS) + cut
 
 
 # One import preview or confirm renders the templates of all its files within this time.
@@ -73,7 +75,9 @@ def export_problems_reported(model_admin: Any, request: HttpRequest) -> Iterator
             messages.ERROR,
         )
         for problem in exc.problems[:20]:
-            model_admin.message_user(request, visible_text(problem), messages.ERROR)
+            model_admin.message_user(
+                request, visible_text(problem, limit=MESSAGE_CHARS), messages.ERROR
+            )
 
 
 def yaml_download(files: dict[str, str], zip_name: str) -> HttpResponse:
@@ -162,9 +166,9 @@ def _confirm(request: HttpRequest) -> HttpResponse:
         )
     for report in reports:
         level = messages.SUCCESS if report.ok else messages.ERROR
-        messages.add_message(request, level, visible_text(report.summary()))
+        messages.add_message(request, level, visible_text(report.summary(), limit=MESSAGE_CHARS))
         for problem in report.errors[:20]:
-            messages.error(request, visible_text(problem))
+            messages.error(request, visible_text(problem, limit=MESSAGE_CHARS))
     return HttpResponseRedirect(reverse("admin:seeds_seeddataset_changelist"))
 
 

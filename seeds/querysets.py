@@ -14,10 +14,20 @@ def datasets_for_list() -> QuerySet[SeedDataset]:
     ).order_by("dataset_name")
 
 
+# A page shows at most this many seeds of one group (a group ingested with thousands of seeds
+# must not make one page of 50 groups huge); the count says how many there are.
+SEEDS_SHOWN_PER_GROUP = 50
+
+
 def groups_for_detail(dataset: SeedDataset) -> QuerySet[SeedGroup]:
-    """A dataset's groups in import order with their seeds in PyRIT's order (two queries)."""
+    """A dataset's groups in import order with their first seeds in PyRIT's order (two queries).
+
+    Each group carries `seed_count` and `shown_seeds` (at most SEEDS_SHOWN_PER_GROUP).
+    """
+    first_seeds = Seed.objects.order_by("position", "id")[:SEEDS_SHOWN_PER_GROUP]
     return (
         SeedGroup.objects.filter(dataset=dataset)
+        .annotate(seed_count=Count("seeds"))
         .order_by("id")
-        .prefetch_related(Prefetch("seeds", queryset=Seed.objects.order_by("position", "id")))
+        .prefetch_related(Prefetch("seeds", queryset=first_seeds, to_attr="shown_seeds"))
     )

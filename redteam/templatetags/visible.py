@@ -6,15 +6,15 @@ from typing import Any
 
 from django import template
 
-from redteam.visible import Segment, visible_segments, visible_text
+from redteam.visible import MAX_INLINE_CHARS, Segment, visible_segments, visible_text
 
 register = template.Library()
 
 
 @register.filter(name="visible")
-def visible(value: Any) -> str:
-    """The value as plain text with invisible characters shown as ⟨U+…⟩ (never marked safe)."""
-    return visible_text("" if value is None else str(value))
+def visible(value: Any, limit: int = MAX_INLINE_CHARS) -> str:
+    """The value as plain text, invisible characters as ⟨U+…⟩, cut at `limit` (never safe)."""
+    return visible_text("" if value is None else str(value), limit=int(limit))
 
 
 @register.filter(name="segments")

@@ -29,8 +29,9 @@ from django.urls import reverse
 
 from redteam.roles import READ_ONLY_GROUP, ensure_roles
 from seeds.models import Seed, SeedDataset, SeedGroup
+from seeds.querysets import SEEDS_SHOWN_PER_GROUP
 
-from .factories import make_dataset, make_seed
+from .factories import make_dataset, make_group, make_seed
 
 pytestmark = pytest.mark.django_db
 
@@ -207,6 +208,23 @@ def test_invisible_characters_are_shown_on_seed_pages_and_in_the_admin(
         assert "\u202e" not in outside_inputs and "\U000e0041" not in outside_inputs
     change = pages[6].content.decode()
     assert "[3 invisible character(s) shown as ⟨U+…⟩]" in change
+
+
+@pytest.mark.parametrize("seeds", [3, 120])
+def test_a_huge_group_shows_its_first_seeds_with_a_count(
+    reader: Client, seeds: int, django_assert_num_queries: Any
+) -> None:
+    dataset = make_dataset()
+    make_group(dataset, *({"value": "\u200b" * 600 + f" {i}"} for i in range(seeds)))
+    # session; user; dataset; group count (paginator); groups page with seed counts; their
+    # first seeds; the user's and their groups' permissions (for the edit/export links).
+    with django_assert_num_queries(8):
+        response = reader.get(reverse("seeds:dataset_detail", args=[dataset.pk]))
+    html = response.content.decode()
+    assert html.count("<tr>") - 1 == min(seeds, SEEDS_SHOWN_PER_GROUP)
+    assert len(html) < 10_000 + 8_000 * SEEDS_SHOWN_PER_GROUP
+    shown = f"The first {SEEDS_SHOWN_PER_GROUP} of {seeds} seeds in this group are shown."
+    assert (shown in html) == (seeds > SEEDS_SHOWN_PER_GROUP)
 
 
 # -- confirming an import concurrently --------------------------------------------------------
