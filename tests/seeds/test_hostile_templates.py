@@ -31,7 +31,7 @@ CEILING_SECONDS = 5.0
 # Work that happens inside one filter or C call, where no check between template steps helps.
 AMPLIFIERS = {
     "wordwrap": '{{ ("a" * 499999)|wordwrap(1) }}',
-    "wordwrap-long-word": '{{ ("ab" * 300000)|wordwrap(3, break_on_hyphens=false) }}',
+    "wordwrap-long-word": '{{ ("ab" * 400000)|wordwrap(3, break_on_hyphens=false) }}',
     "join": '{{ ("a" * 10000)|list|join("b" * 100000) }}',
     "join-nested": '{{ (("a" * 1000)|list|join("c" * 1000))|list|join("b" * 1000) }}',
     "indent-prefix": '{{ ("a\\n" * 200000)|indent("x" * 100000) }}',
