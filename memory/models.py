@@ -21,6 +21,7 @@ from redteam.choices import (
     OUTCOME_CHOICES,
     RESPONSE_ERROR_CHOICES,
     ROLE_CHOICES,
+    SCENARIO_RUN_STATE_CHOICES,
 )
 from redteam.models import MediaBlob
 from redteam.pyrit_enums import (
@@ -29,6 +30,7 @@ from redteam.pyrit_enums import (
     CONVERSATION_TYPES,
     PROMPT_DATA_TYPES,
     PROMPT_RESPONSE_ERRORS,
+    SCENARIO_RUN_STATES,
 )
 
 HEX64 = r"^[0-9a-f]{64}$"
@@ -383,3 +385,77 @@ class ConversationReference(models.Model):
 
     def __str__(self) -> str:
         return f"{self.conversation_type}: {self.conversation_id}"
+
+
+class ScenarioResult(models.Model):
+    """PyRIT's ScenarioResult: one scenario run and, by name, the atomic attacks it ran.
+
+    The attack results themselves are AttackResult rows whose ``attribution_parent_id`` is
+    this id (PyRIT's link); ``attack_result_ids`` keeps the dump's name -> ordered ids map so
+    the scenario is exported exactly as it arrived. The scenario identifier and its
+    objective target/scorer are identifier uses like any other (content-addressed rows plus
+    the verbatim dumps).
+    """
+
+    id = models.UUIDField(primary_key=True)
+    scenario_identifier = _identifier_use()
+    scenario_dump = models.ForeignKey(
+        IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # Computed fields of the 1.x dump (the identifier's class name, version, pyrit_version);
+    # 0.13 rows carry them as columns.
+    scenario_name = models.CharField(max_length=255, db_index=True)
+    scenario_version = models.IntegerField(default=1)
+    scenario_description = models.TextField(null=True, blank=True)
+    objective_target_identifier = _identifier_use()
+    objective_target_dump = models.ForeignKey(
+        IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    objective_scorer_identifier = _identifier_use()
+    objective_scorer_dump = models.ForeignKey(
+        IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    scenario_run_state = models.CharField(
+        max_length=16, choices=SCENARIO_RUN_STATE_CHOICES, default="CREATED", db_index=True
+    )
+    labels = models.JSONField(default=dict, blank=True)
+    # 1.x creation_time (PyRIT's `timestamp` column).
+    creation_time = models.DateTimeField(null=True, blank=True)
+    completion_time = models.DateTimeField(null=True, blank=True)
+    number_tries = models.IntegerField(default=0)
+    display_group_map = models.JSONField(default=dict, blank=True)
+    error_message = models.TextField(null=True, blank=True)
+    error_type = models.CharField(max_length=255, null=True, blank=True)
+    error_attack_result_ids = models.JSONField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    # {atomic attack name: [attack_result_id, ...]} in the dump's order.
+    attack_result_ids = models.JSONField(default=dict, blank=True)
+    # 0.13 only: the init data of its ScenarioIdentifier and the attack_results_json column.
+    scenario_init_data = models.JSONField(null=True, blank=True)
+    attack_results_json = models.TextField(null=True, blank=True)
+    # Denormalised from the objective target for filters.
+    target_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    target_class = models.CharField(max_length=255, blank=True, default="")
+    pyrit_version = models.CharField(max_length=32, null=True, blank=True)
+    source_shape = models.CharField(max_length=8, default="1.x")
+    ingested_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=_in("scenario_run_state", SCENARIO_RUN_STATES),
+                name="scenario_run_state_valid",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["-ingested_at", "-id"], name="scenario_ingested_idx"),
+            models.Index(fields=["-completion_time", "-id"], name="scenario_completed_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scenario_name} {self.scenario_run_state} {self.id}"
+
+    @property
+    def metadata_json(self) -> str:
+        """metadata as indented JSON for display, invisible characters escaped."""
+        return visible_json(self.metadata)

@@ -6,6 +6,7 @@ docstring for the choices made where PyRIT is lenient.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ from memory.parsing import (
 from memory.reassembly import NULL_CONVERTED_VALUE
 from memory.shapes import (
     LEGACY_PIECE_ONLY,
+    LOOSE_CONTENT_KEY,
+    LOOSE_CONTENT_KEYS,
     PIECE_KEYS_013,
     PIECE_KEYS_1X,
     SCORABLE_KEYS,
@@ -48,6 +51,7 @@ from redteam.pyrit_enums import (
     PROMPT_RESPONSE_ERRORS,
     SCORE_STATUSES,
     SCORE_TYPES,
+    TEXT_HASHED_DATA_TYPES,
 )
 
 __all__ = ["ParsedPiece", "ParsedScore", "parse_piece", "parse_score", "piece_shape", "score_shape"]
@@ -218,6 +222,8 @@ class ParsedScore:
     raw_id: str | None = None
     # Fields the incoming shape carries (conflict checks compare only these).
     compared: tuple[str, ...] = ()
+    # The scored loose content (a ScorableContent row), when the scorable names some.
+    loose: dict[str, Any] | None = None
 
     @property
     def id(self) -> uuid.UUID | None:
@@ -251,7 +257,11 @@ def parse_score(
         return score
     r = _Reader(item, prefix, errors)
     keys = {"1.x": SCORE_KEYS_1X, "entry": SCORE_KEYS_ENTRY, "0.13": SCORE_KEYS_013}[shape]
-    allowed = frozenset(keys) | EXTENSION_KEYS | (SCORE_EXTRA_013 if shape == "0.13" else set())
+    allowed = (
+        frozenset(keys)
+        | EXTENSION_KEYS
+        | (SCORE_EXTRA_013 if shape == "0.13" else frozenset({LOOSE_CONTENT_KEY}))
+    )
     r.unknown_keys(
         allowed, {"1.x": "Score", "entry": "ScoreEntry row", "0.13": "0.13 Score"}[shape]
     )
@@ -267,7 +277,10 @@ def parse_score(
     for k, v in metadata.items():
         if isinstance(v, bool) or not isinstance(v, str | int | float):
             r.error(f"score_metadata.{k}", "Values must be strings or numbers.")
-    if shape == "entry":
+    if shape == "entry" and item.get("prompt_request_response_id") == "None":
+        # ScoreEntry.to_dict() writes str(None) for a score anchored on no piece.
+        message_piece_id = None
+    elif shape == "entry":
         message_piece_id = r.uuid("prompt_request_response_id")
     elif "message_piece_id" in item:
         message_piece_id = r.uuid("message_piece_id")
@@ -298,7 +311,7 @@ def parse_score(
         "score_metadata": metadata,
         "message_piece_id": message_piece_id,
         "scorable": scorable,
-        "scorable_content_id": r.uuid("scorable_content_id") if shape == "entry" else None,
+        "scorable_content_id": _scorable_content_id(r, scorable, shape),
         "timestamp": r.timestamp("timestamp", required=True),
         "objective": r.string("objective"),
         "task": r.string("task") if legacy else None,
@@ -306,6 +319,9 @@ def parse_score(
         "source_shape": "0.13" if legacy else "1.x",
         "scorer_class": score.scorer.class_name[:255] if score.scorer else "",
     }
+    if not legacy:
+        score.loose = _loose_content(r, scorable, item.get(LOOSE_CONTENT_KEY))
+        score.row["loose_content_id"] = score.loose["id"] if score.loose else None
     score.compared = {
         "1.x": SCORE_COMPARE_1X,
         "entry": SCORE_COMPARE_ENTRY,
@@ -373,3 +389,79 @@ def _parse_scorable(r: _Reader, value: Any) -> dict[str, Any] | None:
         sub.uuid("content_id", required=True, nullable=False)
         sub.choice("data_type", PROMPT_DATA_TYPES, required=True)
     return out
+
+
+# --- loose content -------------------------------------------------------------------------
+
+# Namespace of the content-addressed ScorableContent ids (a fixed, arbitrary uuid4).
+LOOSE_CONTENT_NAMESPACE = uuid.UUID("4f7d1c2e-9a3b-4e8f-b1d6-2c5a7e9f0b13")
+
+
+def loose_content_id(data_type: str, value: str) -> uuid.UUID:
+    """The ScorableContent id of a value: the same content always derives the same row."""
+    return uuid.uuid5(LOOSE_CONTENT_NAMESPACE, f"{data_type}\n{value}")
+
+
+def loose_content_row(
+    value: str, data_type: str, value_sha256: str | None = None
+) -> dict[str, Any]:
+    """The ScorableContent row of scored loose content, however it arrived.
+
+    PyRIT hashes text as UTF-8 and media by their bytes; a media value sent inline (a path)
+    has no hash here unless one is sent.
+    """
+    if value_sha256 is None and data_type in TEXT_HASHED_DATA_TYPES:
+        value_sha256 = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+    return {
+        "id": loose_content_id(data_type, value),
+        "value": value,
+        "value_sha256": value_sha256,
+        "data_type": data_type,
+    }
+
+
+def _scorable_content_id(r: _Reader, scorable: Any, shape: str) -> uuid.UUID | None:
+    """PyRIT derives scorable_content_id from a content_entry scorable; the row view repeats it."""
+    derived = None
+    if isinstance(scorable, dict) and scorable.get("scorable_type") == "content_entry":
+        derived = _parse_uuid(scorable.get("content_id"), r, "scorable.content_id")
+    if shape != "entry":
+        return derived
+    sent: uuid.UUID | None = r.uuid("scorable_content_id")
+    if sent != derived and (sent is not None or derived is not None):
+        r.error(
+            "scorable_content_id", "Must be the content_id of a content_entry scorable, else null."
+        )
+    return sent
+
+
+def _loose_content(r: _Reader, scorable: Any, entry: Any) -> dict[str, Any] | None:
+    """The loose content a content scorable holds, or the entry row sent beside a
+    content_entry scorable (LOOSE_CONTENT_KEY)."""
+    kind = scorable.get("scorable_type") if isinstance(scorable, dict) else None
+    if entry is not None or LOOSE_CONTENT_KEY in r.item:
+        if kind != "content_entry":
+            r.error(LOOSE_CONTENT_KEY, "Only a score with a content_entry scorable names content.")
+            return None
+        if not isinstance(entry, Mapping):
+            r.error(LOOSE_CONTENT_KEY, f"Must be an object, not {_type_name(entry)}.")
+            return None
+        sub = _Reader(entry, r.name(f"{LOOSE_CONTENT_KEY}."), r.errors)
+        sub.unknown_keys(LOOSE_CONTENT_KEYS, "ScorableContentEntries row")
+        content_id = sub.uuid("id", required=True, nullable=False)
+        if content_id is not None and str(content_id) != str(scorable.get("content_id")):
+            sub.error("id", "Must be the scorable's content_id.")
+        value = sub.string("value", required=True, nullable=False)
+        data_type = sub.choice("data_type", PROMPT_DATA_TYPES, required=True)
+        if data_type is not None and data_type != scorable.get("data_type"):
+            sub.error("data_type", "Must be the scorable's data_type.")
+        sha = _sha256_field(sub, "value_sha256")
+        sub.timestamp("timestamp")
+        if not isinstance(value, str) or data_type is None:
+            return None
+        return loose_content_row(value, data_type, sha)
+    if kind == "content":
+        value, data_type = scorable.get("value"), scorable.get("data_type")
+        if isinstance(value, str) and isinstance(data_type, str):
+            return loose_content_row(value, data_type)
+    return None

@@ -17,9 +17,12 @@ How each table maps (PYRIT-MODEL.md section 8):
   ``identifier_json`` rows are stored as identifiers too, and the edge tables
   (``PromptConverterIdentifiers``, ``*IdentifierChildren``, ...) are checked against what
   arrived.
-* Not mapped, reported with their row counts: ``ScenarioResultEntries`` (no scenario table
-  here; its attack results keep ``attribution_parent_id``), ``ScorableContentEntries`` (scores
-  keep ``scorable_content_id``), ``EmbeddingData``, and 0.13's deprecated
+* ``ScenarioResultEntries`` -> ScenarioResult (1.x as ``model_dump`` with its attack results
+  re-attached by ``attribution_data["parent_collection"]``, as ``get_scenario_results``
+  does; 0.13 as the table row, keeping ``scenario_init_data`` and ``attack_results_json``).
+  ``ScorableContentEntries`` rows travel with the scores that name them
+  (``scorable_content``), so the scored loose text is stored as a push would store it.
+* Not mapped, reported with their row counts: ``EmbeddingData``, and 0.13's deprecated
   ``AttackResultEntries.attack_identifier`` column (the strategy inside
   ``atomic_attack_identifier``).
 """
@@ -39,7 +42,12 @@ from django.db import transaction
 from memory.bulk import store_identifier_uses
 from memory.models import ComponentIdentifier, PieceConverter
 from memory.parsing import ParsedIdentifier, parse_identifier
-from memory.services import store_attack_results, store_conversations, store_message_pieces
+from memory.services import (
+    store_attack_results,
+    store_conversations,
+    store_message_pieces,
+    store_scenario_results,
+)
 from redteam.outcomes import FieldError, ItemOutcome
 
 __all__ = [
@@ -74,8 +82,6 @@ EDGE_TABLES = (
     ("AtomicAttackSeedIdentifiers", "atomic_attack_identifier_hash", "seed_identifier_hash"),
 )
 UNMAPPED_TABLES = {
-    "ScenarioResultEntries": "no scenario table here; attack results keep attribution_parent_id",
-    "ScorableContentEntries": "scored non-conversation content; scores keep scorable_content_id",
     "EmbeddingData": "embeddings are not stored",
 }
 METADATA_TABLES = {"pyrit_memory_alembic_version", "alembic_version", "sqlite_sequence"}
@@ -255,8 +261,22 @@ def piece_from_row(row: sqlite3.Row, line: str) -> dict[str, Any]:
     return _with_version(item, row)
 
 
-def score_from_row(row: sqlite3.Row, line: str) -> dict[str, Any]:
-    """A ScoreEntries row: 1.x as the ScoreEntry view, 0.13 as Score.to_dict() plus task."""
+def scorable_content_from_row(row: sqlite3.Row) -> dict[str, Any]:
+    """A ScorableContentEntries row (1.1) as the dict a score carries under scorable_content."""
+    return {
+        "id": row["id"],
+        "value": row["value"],
+        "value_sha256": row["value_sha256"],
+        "data_type": row["data_type"],
+        "timestamp": _timestamp(row["timestamp"], "1.x"),
+    }
+
+
+def score_from_row(
+    row: sqlite3.Row, line: str, contents: Mapping[str, sqlite3.Row] | None = None
+) -> dict[str, Any]:
+    """A ScoreEntries row: 1.x as the ScoreEntry view (with the loose content it names from
+    ``contents``), 0.13 as Score.to_dict() plus task."""
     item: dict[str, Any] = {
         "id": row["id"],
         "score_value": row["score_value"],
@@ -274,6 +294,9 @@ def score_from_row(row: sqlite3.Row, line: str) -> dict[str, Any]:
         item["scorable"] = _json(row["scorable"])
         item["scorable_content_id"] = row["scorable_content_id"]
         item["prompt_request_response_id"] = row["prompt_request_response_id"]
+        content = (contents or {}).get(str(row["scorable_content_id"]))
+        if content is not None:
+            item["scorable_content"] = scorable_content_from_row(content)
     else:
         item["message_piece_id"] = row["prompt_request_response_id"]
         item["task"] = row["task"]
@@ -343,6 +366,52 @@ def attack_result_from_row(
         # Not part of 0.13's to_dict(), but the row has it: keeps "latest result" ordering.
         item["timestamp"] = _timestamp(row["timestamp"], "0.13")
     return _with_version(item, row)
+
+
+def scenario_result_from_row(
+    row: sqlite3.Row, line: str, attack_results: Mapping[str, list[dict[str, Any]]]
+) -> dict[str, Any]:
+    """A ScenarioResultEntries row: 1.x as ScenarioResult.model_dump (its attack results
+    re-attached by name, as get_scenario_results does), 0.13 as the table row itself."""
+    if line == "0.13":
+        return {
+            "id": row["id"],
+            "scenario_name": row["scenario_name"],
+            "scenario_description": row["scenario_description"],
+            "scenario_version": row["scenario_version"],
+            "pyrit_version": row["pyrit_version"],
+            "scenario_init_data": _json(row["scenario_init_data"]),
+            "objective_target_identifier": _json(row["objective_target_identifier"]),
+            "objective_scorer_identifier": _json(row["objective_scorer_identifier"]),
+            "scenario_run_state": row["scenario_run_state"],
+            "attack_results_json": row["attack_results_json"],
+            "labels": _json(row["labels"], {}),
+            "number_tries": row["number_tries"],
+            "completion_time": _timestamp(row["completion_time"], line),
+            "timestamp": _timestamp(row["timestamp"], line),
+        }
+    return {
+        "id": row["id"],
+        "scenario_identifier": _json(row["scenario_identifier"]),
+        "scenario_description": row["scenario_description"] or "",
+        "attack_results": dict(attack_results),
+        "scenario_run_state": row["scenario_run_state"],
+        "labels": _json(row["labels"], {}),
+        "creation_time": _timestamp(row["timestamp"], line),
+        "completion_time": _timestamp(row["completion_time"], line),
+        "number_tries": row["number_tries"],
+        "display_group_map": _json(row["display_group_map_json"], {}),
+        "error_message": row["error_message"],
+        "error_type": row["error_type"],
+        # Not a column: PyRIT's own reload gives [] too.
+        "error_attack_result_ids": [],
+        "metadata": _json(row["scenario_metadata"], {}),
+        "scenario_name": row["scenario_name"],
+        "scenario_version": row["scenario_version"],
+        "pyrit_version": row["pyrit_version"],
+        "objective_target_identifier": _json(row["objective_target_identifier"]),
+        "objective_scorer_identifier": _json(row["objective_scorer_identifier"]),
+    }
 
 
 def conversation_from_row(row: sqlite3.Row) -> dict[str, Any]:
@@ -463,6 +532,38 @@ def _check_piece_converters(conn: sqlite3.Connection, report: ImportReport) -> N
     counter.note = "projection of converter_identifiers; verified against stored piece converters"
 
 
+def _scenario_attack_results(
+    conn: sqlite3.Connection, line: str, scenario_ids: Sequence[str]
+) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Each scenario's attack results by atomic attack name (attribution_data's
+    parent_collection), as PyRIT's get_scenario_results re-attaches them."""
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    if line != "1.x" or not scenario_ids:
+        return out
+    rows: list[sqlite3.Row] = []
+    for start in range(0, len(scenario_ids), 500):  # SQLite's bound-parameter limit
+        part = list(scenario_ids[start : start + 500])
+        marks = ",".join("?" * len(part))
+        rows += conn.execute(
+            f'SELECT * FROM "AttackResultEntries" WHERE attribution_parent_id IN ({marks}) '
+            "ORDER BY timestamp, id",
+            part,
+        ).fetchall()
+    pieces = _by_ids(
+        conn, "PromptMemoryEntries", [r["last_response_id"] for r in rows if r["last_response_id"]]
+    )
+    scores = _by_ids(conn, "ScoreEntries", [r["last_score_id"] for r in rows if r["last_score_id"]])
+    for row in rows:
+        data = _json(row["attribution_data"], {})
+        name = data.get("parent_collection") if isinstance(data, dict) else None
+        if not isinstance(name, str):
+            continue  # PyRIT skips results without a collection name too
+        out.setdefault(str(row["attribution_parent_id"]), {}).setdefault(name, []).append(
+            attack_result_from_row(row, line, pieces, scores)
+        )
+    return out
+
+
 def _store_seed_rows(rows: Sequence[sqlite3.Row]) -> list[ItemOutcome]:
     from seeds.services import store_seeds  # seeds may be absent from a slim install
 
@@ -529,13 +630,24 @@ def _import_tables(
     )
     from scoring.services import store_scores  # scoring depends on memory, not the reverse
 
+    def loose(rows: list[sqlite3.Row]) -> dict[str, sqlite3.Row]:
+        if "ScorableContentEntries" not in tables:
+            return {}
+        ids = [str(r["scorable_content_id"]) for r in rows if r["scorable_content_id"]]
+        return _by_ids(conn, "ScorableContentEntries", ids)
+
     yield from _run_table(
         conn,
         "ScoreEntries",
         report,
         chunk_size,
-        lambda rows: store_scores([score_from_row(r, line) for r in rows]),
+        lambda rows: store_scores([score_from_row(r, line, loose(rows)) for r in rows]),
     )
+
+    if "ScorableContentEntries" in tables:
+        counter = report.table("ScorableContentEntries")
+        counter.read = _count(conn, "ScorableContentEntries")
+        counter.note = "stored with the scores that name them (content-addressed)"
 
     def results(rows: list[sqlite3.Row]) -> list[ItemOutcome]:
         pieces = _by_ids(
@@ -549,6 +661,15 @@ def _import_tables(
         return store_attack_results([attack_result_from_row(r, line, pieces, scores) for r in rows])
 
     yield from _run_table(conn, "AttackResultEntries", report, chunk_size, results)
+    if "ScenarioResultEntries" in tables:
+
+        def scenarios(rows: list[sqlite3.Row]) -> list[ItemOutcome]:
+            attached = _scenario_attack_results(conn, line, [str(r["id"]) for r in rows])
+            return store_scenario_results(
+                [scenario_result_from_row(r, line, attached.get(str(r["id"]), {})) for r in rows]
+            )
+
+        yield from _run_table(conn, "ScenarioResultEntries", report, chunk_size, scenarios)
     if line == "0.13":
         report.table("AttackResultEntries").note = (
             "deprecated attack_identifier column not kept: it is the strategy inside "
@@ -576,6 +697,8 @@ def _import_tables(
         "ScoreEntries",
         "AttackResultEntries",
         "SeedPromptEntries",
+        "ScenarioResultEntries",
+        "ScorableContentEntries",
         "PromptConverterIdentifiers",
         *IDENTIFIER_TABLES,
         *(t for t, _, _ in EDGE_TABLES),

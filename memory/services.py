@@ -20,6 +20,7 @@ from memory.models import MessagePiece
 from memory.store_common import register_score_store
 from memory.store_pieces import store_conversations, store_message_pieces
 from memory.store_results import store_attack_results
+from memory.store_scenarios import store_scenario_results
 from redteam.models import MediaBlob
 from redteam.pyrit_enums import MEDIA_PATH_DATA_TYPES
 
@@ -29,6 +30,7 @@ __all__ = [
     "store_attack_results",
     "store_conversations",
     "store_message_pieces",
+    "store_scenario_results",
 ]
 
 

@@ -160,7 +160,15 @@ SCORABLE_KEYS: Final[Mapping[str, frozenset[str]]] = {
 }
 
 
-# Fields compared when a score id is already stored, per incoming shape.
+# An extension key on 1.x and ScoreEntry scores: the ScorableContentEntries row a
+# ``content_entry`` scorable names ({"id", "value", "value_sha256", "data_type",
+# "timestamp"}), sent beside the score so the scored loose text is stored (never exported).
+LOOSE_CONTENT_KEY: Final = "scorable_content"
+LOOSE_CONTENT_KEYS: Final = frozenset({"id", "value", "value_sha256", "data_type", "timestamp"})
+
+# Fields compared when a score id is already stored, per incoming shape. `scorable` (and
+# `scorable_content_id`, which PyRIT derives from it) are compared apart, by what they name
+# (scoring.services), so the inline and stored forms of one loose-content score agree.
 SCORE_COMPARE_1X: Final = (
     "score_value",
     "status",
@@ -171,11 +179,10 @@ SCORE_COMPARE_1X: Final = (
     "score_metadata",
     "scorer_class_identifier",
     "message_piece_id",
-    "scorable",
     "timestamp",
     "objective",
 )
-SCORE_COMPARE_ENTRY: Final = (*SCORE_COMPARE_1X, "scorable_content_id")
+SCORE_COMPARE_ENTRY: Final = SCORE_COMPARE_1X
 SCORE_COMPARE_013: Final = (
     "score_value",
     "score_value_description",

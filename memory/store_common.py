@@ -79,6 +79,7 @@ def conflict(kind: str, item_id: Any, field: str | None) -> FieldError:
         KIND_PIECES: "message piece",
         KIND_ATTACK_RESULTS: "attack result",
         KIND_CONVERSATIONS: "conversation",
+        "scenario_results": "scenario result",
     }.get(kind, "item")
     detail = f" (field {field!r} differs)" if field else ""
     return FieldError(

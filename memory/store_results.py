@@ -126,7 +126,13 @@ def store_attack_results(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome
     SELECT stored results; [SELECT their references, when some ids are already stored];
     INSERT identifiers; INSERT dumps; INSERT results; INSERT references; UPDATE conversations.
     """
-    parsed = [parse_attack_result(item, i) for i, item in enumerate(items)]
+    return store_parsed_attack_results(
+        [parse_attack_result(item, i) for i, item in enumerate(items)]
+    )
+
+
+def store_parsed_attack_results(parsed: Sequence[ParsedAttackResult]) -> list[ItemOutcome]:
+    """Store already-parsed attack results (also the hook scenario results use)."""
     duplicates = dedupe(parsed, "attack_result_id")
     errors = [list(r.errors) for r in parsed]
     valid = [i for i, r in enumerate(parsed) if not errors[i] and i not in duplicates]

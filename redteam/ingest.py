@@ -27,13 +27,16 @@ logger = logging.getLogger(__name__)
 StoreFn = Callable[..., list[ItemOutcome]]
 
 # Payload key -> service, in the order they must run: conversations before the pieces that
-# belong to them, pieces before the scores and attack results that point at them. Seeds
+# belong to them, pieces before the scores and attack results that point at them, scenario
+# results last (they embed attack results; results sent on their own name their scenario by
+# attribution_parent_id, which may dangle as PyRIT's ON DELETE SET NULL key allows). Seeds
 # depend on nothing. Resolved lazily so each app's services stay importable on their own.
 INGEST_SERVICES: dict[str, str] = {
     "conversations": "memory.services.store_conversations",
     "message_pieces": "memory.services.store_message_pieces",
     "scores": "scoring.services.store_scores",
     "attack_results": "memory.services.store_attack_results",
+    "scenario_results": "memory.services.store_scenario_results",
     "seeds": "seeds.services.store_seeds",
 }
 INGEST_KINDS: tuple[str, ...] = tuple(INGEST_SERVICES)

@@ -35,6 +35,14 @@ PROMPT_RESPONSE_ERRORS: tuple[str, ...] = ("blocked", "none", "processing", "emp
 SCORE_TYPES: tuple[str, ...] = ("true_false", "float_scale", "unknown")
 SCORE_STATUSES: tuple[str, ...] = ("complete", "undetermined")
 ATTACK_OUTCOMES: tuple[str, ...] = ("success", "failure", "error", "undetermined")
+# 0.13 had only the first four (a Literal); 0.14 added CANCELLED.
+SCENARIO_RUN_STATES: tuple[str, ...] = (
+    "CREATED",
+    "IN_PROGRESS",
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+)
 CONVERSATION_TYPES: tuple[str, ...] = ("adversarial", "pruned", "score", "converter")
 CONVERSATION_RETRY_REASONS: tuple[str, ...] = ("json_parsing",)
 SEED_TYPES: tuple[str, ...] = ("prompt", "objective", "simulated_conversation")

@@ -9,8 +9,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from redteam.choices import SCORE_STATUS_CHOICES, SCORE_TYPE_CHOICES
-from redteam.pyrit_enums import SCORE_STATUSES, SCORE_TYPES
+from redteam.choices import DATA_TYPE_CHOICES, SCORE_STATUS_CHOICES, SCORE_TYPE_CHOICES
+from redteam.pyrit_enums import PROMPT_DATA_TYPES, SCORE_STATUSES, SCORE_TYPES
 
 
 class ScoreSource(models.TextChoices):
@@ -18,6 +18,37 @@ class ScoreSource(models.TextChoices):
 
     AUTOMATED = "automated", "automated"
     HUMAN = "human", "human"
+
+
+class ScorableContent(models.Model):
+    """Loose content a score was taken over (PyRIT 1.1's ScorableContentEntries), stored once.
+
+    The row is content-addressed: its id is derived from (data_type, value), so a score that
+    carries the content inline (``{"scorable_type": "content", ...}``, as a scorer returns it)
+    and the same score read back from a PyRIT memory file (a ``content_entry`` anchor plus its
+    ScorableContentEntries row) derive the identical row. PyRIT's own entry id stays on each
+    score (``scorable`` and ``scorable_content_id``, as sent). It lives here because only
+    scores refer to it: it is what a score is about when no conversation piece is.
+    """
+
+    id = models.UUIDField(primary_key=True)
+    value = models.TextField()
+    # sha256 as PyRIT records it (of the bytes for media); computed for text when not sent.
+    value_sha256 = models.CharField(max_length=64, null=True, blank=True, db_index=True)
+    data_type = models.CharField(max_length=32, choices=DATA_TYPE_CHOICES)
+    first_seen_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(data_type__in=list(PROMPT_DATA_TYPES)),
+                name="scorable_content_type_valid",
+            ),
+        ]
+        indexes = [models.Index(fields=["-first_seen_at", "-id"], name="scorable_recent_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.data_type} content {self.id}"
 
 
 class Score(models.Model):
@@ -48,6 +79,10 @@ class Score(models.Model):
     message_piece_id = models.UUIDField(null=True, blank=True, db_index=True)
     scorable = models.JSONField(null=True, blank=True)
     scorable_content_id = models.UUIDField(null=True, blank=True)
+    # The scored loose text, derived from the scorable (see ScorableContent).
+    loose_content = models.ForeignKey(
+        ScorableContent, null=True, blank=True, on_delete=models.PROTECT, related_name="scores"
+    )
     timestamp = models.DateTimeField()
     objective = models.TextField(null=True, blank=True)
     task = models.TextField(null=True, blank=True)

@@ -4,13 +4,18 @@ The ScoreEntry DB-row view (``score_entries.jsonl``, PyRIT's ``ScoreEntry.to_dic
 same Score with ``prompt_request_response_id`` for ``message_piece_id`` plus
 ``scorable_content_id``; it is stored on the same row, so sending both views of one score is
 a replay ("unchanged"), not a conflict.
+
+Scored loose content (1.1: a ``content`` scorable inline, or a ``content_entry`` scorable
+with its ScorableContentEntries row under ``scorable_content``) is stored as a
+content-addressed ScorableContent row linked from the score, so a score pushed from a live
+run and the same score imported from a memory file derive identical rows and compare equal.
 """
 
 from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -27,7 +32,7 @@ from redteam.identifiers import LINE_PYRIT_VERSIONS, ComponentIdentifier
 from redteam.outcomes import FieldError, ItemOutcome, ItemStatus
 from redteam.roles import can_record_verdicts
 from redteam.roundtrip import identifier_compared
-from scoring.models import Score, ScoreSource
+from scoring.models import ScorableContent, Score, ScoreSource
 from scoring.review import effective_outcome
 
 __all__ = ["KIND_SCORES", "record_verdict", "store_parsed_scores", "store_scores"]
@@ -61,6 +66,45 @@ def _difference(
         if canonical(new.get(name)) != canonical(old.get(name)):
             return name
     return None
+
+
+def _scorable_key(score: ParsedScore) -> Any:
+    """What a score is about: its loose content, else its scorable as sent."""
+    if score.loose is not None:
+        return ("content", score.loose["id"])
+    return canonical(score.row.get("scorable"))
+
+
+def _same_scorable(score: ParsedScore, old: Score) -> bool:
+    """Equal scorables, normalised as PyRIT's memory round trip does.
+
+    PyRIT stores a ``content`` scorable as a ``content_entry`` naming a new entry row, so
+    the inline and stored forms of one score compare by the loose content they name
+    (ScorableContent ids are content-addressed). A ``content_entry`` sent without its
+    content names the same entry as the stored score, or cannot be told apart from it.
+    """
+    if canonical(score.row.get("scorable")) == canonical(old.scorable):
+        return True
+    new_kind = (score.row.get("scorable") or {}).get("scorable_type")
+    old_kind = (old.scorable or {}).get("scorable_type")
+    loose_kinds = {"content", "content_entry"}
+    if new_kind not in loose_kinds or old_kind not in loose_kinds:
+        return False
+    if score.loose is not None and old.loose_content_id is not None:
+        return bool(score.loose["id"] == old.loose_content_id)
+    new_entry = score.row.get("scorable_content_id")
+    if new_entry is not None and old.scorable_content_id is not None:
+        return bool(new_entry == old.scorable_content_id)
+    return True
+
+
+def _store_loose_content(rows: Iterable[dict[str, Any]]) -> None:
+    """INSERT the scored loose content; rows are content-addressed, so existing ones stay."""
+    unique = {row["id"]: row for row in rows}
+    if unique:
+        ScorableContent.objects.bulk_create(
+            [ScorableContent(**row) for row in unique.values()], ignore_conflicts=True
+        )
 
 
 def _source(score: ParsedScore) -> str:
@@ -114,6 +158,8 @@ def store_parsed_scores(parsed: Sequence[ParsedScore]) -> list[ItemOutcome]:
                 continue
             old_row = _stored_compare(old, score.compared)
             diff = _difference(_compare(score), old_row, score.compared)
+            if diff is None and score.shape != "0.13" and not _same_scorable(score, old):
+                diff = "scorable"
             if diff is None:
                 status[i] = "unchanged"
             else:
@@ -127,6 +173,7 @@ def store_parsed_scores(parsed: Sequence[ParsedScore]) -> list[ItemOutcome]:
                 )
         if new:
             store_identifier_uses(s.scorer for s in new if s.scorer is not None)
+            _store_loose_content(s.loose for s in new if s.loose is not None)
             insert_rows(Score, [_row(s) for s in new])
     outcomes = [
         _outcome(s, i, "rejected" if errors[i] else status.get(i, "rejected"), errors[i])
@@ -134,6 +181,8 @@ def store_parsed_scores(parsed: Sequence[ParsedScore]) -> list[ItemOutcome]:
     ]
     for i, j in duplicates.items():
         diff = _difference(_compare(parsed[i]), _compare(parsed[j]), parsed[i].compared)
+        if diff is None and _scorable_key(parsed[i]) != _scorable_key(parsed[j]):
+            diff = "scorable"
         if diff is not None:
             outcomes[i] = _outcome(
                 parsed[i],

@@ -1,0 +1,158 @@
+"""Ingestion of scenario results (see memory.services for the contract).
+
+A scenario's embedded attack results are stored through store_attack_results (same rules as
+when sent on their own); a rejected one rejects the scenario, naming its path. Attack results
+point at their scenario through ``attribution_parent_id`` (PyRIT's link) without a database
+constraint: PyRIT's own key is ON DELETE SET NULL and a run pushes results and scenario in
+any order, so a result may name a scenario that has not arrived (or never will).
+
+Normalisations before comparing a replay (PyRIT's own memory round trip changes these):
+
+* identifiers are compared by content hash, not dump text (memory re-stamps ``eval_hash``);
+* ``error_attack_result_ids`` is not compared (PyRIT's table does not keep it, so a
+  scenario read back from memory has ``[]``);
+* the attack results of each atomic attack are compared as a set of ids (memory re-attaches
+  them in its query order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.db import transaction
+
+from memory.bulk import insert_rows, store_identifier_uses
+from memory.models import ScenarioResult
+from memory.parsing_scenarios import ParsedScenarioResult, parse_scenario_result
+from memory.store_common import (
+    conflict,
+    dedupe,
+    final_outcomes,
+    first_difference,
+    prefixed,
+)
+from memory.store_results import store_parsed_attack_results
+from redteam.outcomes import FieldError, ItemOutcome
+
+KIND_SCENARIO_RESULTS = "scenario_results"
+
+SCENARIO_COMPARE = (
+    "scenario_name",
+    "scenario_version",
+    "scenario_identifier_id",
+    "scenario_description",
+    "objective_target_identifier_id",
+    "objective_scorer_identifier_id",
+    "scenario_run_state",
+    "labels",
+    "creation_time",
+    "completion_time",
+    "number_tries",
+    "display_group_map",
+    "error_message",
+    "error_type",
+    "metadata",
+    "attack_result_ids",
+    "scenario_init_data",
+    "attack_results_json",
+)
+
+
+def _id_sets(value: Mapping[str, Any]) -> dict[str, list[str]]:
+    return {name: sorted(ids) for name, ids in (value or {}).items()}
+
+
+def _compare(scenario: ParsedScenarioResult) -> dict[str, Any]:
+    row = dict(scenario.row)
+    row["scenario_identifier_id"] = scenario.scenario.hash if scenario.scenario else None
+    row["objective_target_identifier_id"] = scenario.target.hash if scenario.target else None
+    row["objective_scorer_identifier_id"] = scenario.scorer.hash if scenario.scorer else None
+    row["attack_result_ids"] = _id_sets(row.get("attack_result_ids", {}))
+    return row
+
+
+def _stored_compare(obj: ScenarioResult) -> dict[str, Any]:
+    row = {name: getattr(obj, name) for name in SCENARIO_COMPARE}
+    row["attack_result_ids"] = _id_sets(obj.attack_result_ids)
+    return row
+
+
+def _fields(scenario: ParsedScenarioResult) -> tuple[str, ...]:
+    return SCENARIO_COMPARE
+
+
+def _row(scenario: ParsedScenarioResult) -> dict[str, Any]:
+    row = dict(scenario.row)
+    for prefix, use in (
+        ("scenario", scenario.scenario),
+        ("objective_target", scenario.target),
+        ("objective_scorer", scenario.scorer),
+    ):
+        if use is not None:
+            key = "scenario_identifier_id" if prefix == "scenario" else f"{prefix}_identifier_id"
+            row[key] = use.hash
+            row[f"{prefix}_dump_id"] = use.digest
+    return row
+
+
+def _store_embedded(
+    parsed: Sequence[ParsedScenarioResult], valid: list[int], errors: list[list[FieldError]]
+) -> None:
+    """Store every valid scenario's attack results in one call; a rejection rejects its owner."""
+    owners: list[tuple[int, str]] = []
+    items: list[Any] = []
+    for i in valid:
+        for result, path in zip(
+            parsed[i].attack_results, parsed[i].attack_result_paths, strict=True
+        ):
+            owners.append((i, path))
+            items.append(result)
+    if not items:
+        return
+    outcomes = store_parsed_attack_results(items)
+    for (i, path), outcome in zip(owners, outcomes, strict=True):
+        if outcome.status == "rejected":
+            errors[i].extend(prefixed(outcome.errors, path))
+
+
+@transaction.atomic
+def store_scenario_results(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]:
+    """Validate and store ScenarioResult dicts and the attack results they embed.
+
+    Queries: the attack-result store's constant count (when results are embedded); SELECT
+    stored scenarios; INSERT identifiers; INSERT dumps; INSERT scenarios.
+    """
+    parsed = [parse_scenario_result(item, i) for i, item in enumerate(items)]
+    duplicates = dedupe(parsed, "id")
+    errors = [list(s.errors) for s in parsed]
+    valid = [i for i, s in enumerate(parsed) if not errors[i] and i not in duplicates]
+    status: dict[int, str] = {}
+    if valid:
+        _store_embedded(parsed, valid, errors)
+        valid = [i for i in valid if not errors[i]]
+    if valid:
+        stored = {
+            s.pk: s for s in ScenarioResult.objects.filter(pk__in=[parsed[i].id for i in valid])
+        }
+        new: list[ParsedScenarioResult] = []
+        for i in valid:
+            scenario = parsed[i]
+            old = stored.get(scenario.id) if scenario.id is not None else None
+            if old is None:
+                new.append(scenario)
+                status[i] = "stored"
+                continue
+            diff = first_difference(_compare(scenario), _stored_compare(old), SCENARIO_COMPARE)
+            if diff is None:
+                status[i] = "unchanged"
+            else:
+                errors[i].append(conflict(KIND_SCENARIO_RESULTS, scenario.id, diff))
+        if new:
+            store_identifier_uses(
+                use for s in new for use in (s.scenario, s.target, s.scorer) if use is not None
+            )
+            insert_rows(ScenarioResult, [_row(s) for s in new])
+    return final_outcomes(
+        KIND_SCENARIO_RESULTS, parsed, errors, status, duplicates, _compare, _fields
+    )
