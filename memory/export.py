@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from memory.models import Conversation, IdentifierDump, MessagePiece
+from memory.models import Conversation, IdentifierDump, MessagePiece, ScenarioResult
 from memory.reassembly import sort_message_pieces
 from memory.shapes import PIECE_KEYS_013, PIECE_KEYS_1X
 
@@ -26,6 +26,7 @@ __all__ = [
     "export_conversation",
     "export_piece",
     "export_pieces",
+    "export_scenario_result",
     "timestamp_013",
     "timestamp_1x",
 ]
@@ -34,10 +35,12 @@ Shape = Literal["1.x", "0.13"]
 
 
 def timestamp_1x(value: datetime | None) -> str | None:
-    """pydantic's JSON form of an aware UTC datetime: ``2026-11-22T02:54:03.565268Z``."""
+    """pydantic's JSON form of an aware UTC datetime: ``2026-11-22T02:54:03.565268Z``, and
+    ``2026-11-22T03:00:00Z`` when there are no microseconds (pydantic leaves them out)."""
     if value is None:
         return None
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    utc = value.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if utc.microsecond else "%Y-%m-%dT%H:%M:%SZ")
 
 
 def timestamp_013(value: datetime | None) -> str | None:
@@ -133,4 +136,61 @@ def export_conversation(conversation: Conversation) -> dict[str, Any]:
         "conversation_id": conversation.conversation_id,
         "target_identifier": dump_of(conversation.target_dump),
         "retries": list(conversation.retries or []),
+    }
+
+
+def export_scenario_result(
+    scenario: ScenarioResult,
+    shape: Shape,
+    results: Mapping[str, dict[str, Any]],
+) -> dict[str, Any]:
+    """A scenario result in PyRIT's form: 1.x ``ScenarioResult.model_dump(mode="json")``
+    (``results``: exported attack results by id, embedded by atomic attack name), or the
+    0.13 ScenarioResultEntries row (0.13 had no dict form).
+
+    An attack result named by the scenario but not stored is left out (PyRIT re-attaches
+    only the rows its memory holds).
+    """
+    if shape == "0.13":
+        return {
+            "id": str(scenario.id),
+            "scenario_name": scenario.scenario_name,
+            "scenario_description": scenario.scenario_description,
+            "scenario_version": scenario.scenario_version,
+            "pyrit_version": scenario.pyrit_version,
+            "scenario_init_data": scenario.scenario_init_data,
+            "objective_target_identifier": dump_of(scenario.objective_target_dump) or {},
+            "objective_scorer_identifier": dump_of(scenario.objective_scorer_dump),
+            "scenario_run_state": scenario.scenario_run_state,
+            "attack_results_json": scenario.attack_results_json
+            if scenario.attack_results_json is not None
+            else json.dumps(scenario.attack_result_ids),
+            "labels": scenario.labels,
+            "number_tries": scenario.number_tries,
+            "completion_time": timestamp_013(scenario.completion_time),
+            "timestamp": timestamp_013(scenario.creation_time),
+        }
+    return {
+        "id": str(scenario.id),
+        "scenario_identifier": dump_of(scenario.scenario_dump),
+        "scenario_description": scenario.scenario_description,
+        "attack_results": {
+            name: [results[i] for i in ids if i in results]
+            for name, ids in (scenario.attack_result_ids or {}).items()
+        },
+        "scenario_run_state": scenario.scenario_run_state,
+        "labels": scenario.labels,
+        "creation_time": timestamp_1x(scenario.creation_time),
+        "completion_time": timestamp_1x(scenario.completion_time),
+        "number_tries": scenario.number_tries,
+        "display_group_map": scenario.display_group_map,
+        "error_message": scenario.error_message,
+        "error_type": scenario.error_type,
+        "error_attack_result_ids": scenario.error_attack_result_ids,
+        "metadata": scenario.metadata,
+        "scenario_name": scenario.scenario_name,
+        "scenario_version": scenario.scenario_version,
+        "pyrit_version": scenario.pyrit_version,
+        "objective_target_identifier": dump_of(scenario.objective_target_dump),
+        "objective_scorer_identifier": dump_of(scenario.objective_scorer_dump),
     }

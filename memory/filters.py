@@ -32,6 +32,7 @@ from memory.models import (
     Conversation,
     MessagePiece,
     PieceConverter,
+    ScenarioResult,
 )
 from redteam.datebounds import DateBoundFilter
 from redteam.pyrit_enums import (
@@ -40,6 +41,7 @@ from redteam.pyrit_enums import (
     IDENTIFIER_TYPES,
     PROMPT_DATA_TYPES,
     PROMPT_RESPONSE_ERRORS,
+    SCENARIO_RUN_STATES,
     SCORE_TYPES,
 )
 
@@ -52,6 +54,7 @@ MAX_VALUE_CHARS = 300
 
 OUTCOME_CHOICES = [(o, o) for o in ATTACK_OUTCOMES]
 DATA_TYPE_CHOICES = [(t, t) for t in PROMPT_DATA_TYPES]
+SCENARIO_RUN_STATE_CHOICES = [(s, s) for s in SCENARIO_RUN_STATES]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -357,6 +360,34 @@ class AttackResultFilterSet(df.FilterSet):
         if value is None:
             return qs
         return qs.exclude(converter_classes=[]) if value else qs.filter(converter_classes=[])
+
+
+class ScenarioResultFilterSet(df.FilterSet):
+    """Filters for scenario lists (HTML page and /api/v1/scenario-results), after PyRIT's
+    get_scenario_results."""
+
+    scenario_name = df.CharFilter(
+        field_name="scenario_name", lookup_expr="icontains", max_length=255
+    )
+    scenario_version = df.NumberFilter(field_name="scenario_version")
+    run_state = ChoicesFilter(field_name="scenario_run_state", choices=SCENARIO_RUN_STATE_CHOICES)
+    label = LabelFilter(field_name="labels")
+    target = df.CharFilter(method="filter_target", max_length=300)
+    pyrit_version = df.CharFilter(field_name="pyrit_version", max_length=32)
+    after = DateBoundFilter(field_name="completion_time", bound="gte")
+    before = DateBoundFilter(field_name="completion_time", bound="lte")
+
+    class Meta:
+        model = ScenarioResult
+        fields: list[str] = []
+
+    def filter_target(
+        self, qs: QuerySet[ScenarioResult], name: str, value: str
+    ) -> QuerySet[ScenarioResult]:
+        """The scenario's objective target, by hash or class name."""
+        if not value.strip():
+            return qs
+        return qs.filter(_target_condition(value, "target_hash", "target_class"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -449,7 +449,7 @@ class ScenarioResult(models.Model):
         ]
         indexes = [
             models.Index(fields=["-ingested_at", "-id"], name="scenario_ingested_idx"),
-            models.Index(fields=["-completion_time", "-id"], name="scenario_completed_idx"),
+            models.Index(fields=["-creation_time", "-id"], name="scenario_created_idx"),
         ]
 
     def __str__(self) -> str:

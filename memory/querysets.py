@@ -19,6 +19,7 @@ from memory.models import (
     IdentifierDump,
     MessagePiece,
     PieceConverter,
+    ScenarioResult,
 )
 
 # Columns of AttackResult that list rows never show; deferred so a page of results with
@@ -213,4 +214,11 @@ def attack_results_for_export() -> QuerySet[AttackResult]:
             "last_response__converters",
             queryset=PieceConverter.objects.select_related("dump").order_by("position"),
         ),
+    )
+
+
+def scenario_results_for_export() -> QuerySet[ScenarioResult]:
+    """Scenario results with the three identifier dumps their PyRIT dict needs."""
+    return ScenarioResult.objects.select_related(
+        "scenario_dump", "objective_target_dump", "objective_scorer_dump"
     )

@@ -23,10 +23,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.export import export_conversation, export_piece
-from memory.filters import AttackResultFilterSet, MessagePieceFilterSet
-from memory.models import AttackResult, Conversation, MessagePiece
-from memory.querysets import attack_results_for_export, pieces_for_export
+from memory.export import export_conversation, export_piece, export_scenario_result
+from memory.filters import (
+    AttackResultFilterSet,
+    MessagePieceFilterSet,
+    ScenarioResultFilterSet,
+)
+from memory.models import AttackResult, Conversation, MessagePiece, ScenarioResult
+from memory.querysets import (
+    attack_results_for_export,
+    pieces_for_export,
+    scenario_results_for_export,
+)
 from memory.reassembly import reassemble_conversation
 from redteam.api_common import (
     SHAPE_PARAMETER,
@@ -253,3 +261,83 @@ class AttackResultViewSet(ShapedReadViewSet):
     def export_rows(self, rows: Sequence[Any], shape: str) -> list[dict[str, Any]]:
         """Each result in its shape."""
         return export_results_page(rows, shape)
+
+
+class ScenarioResultOut(serializers.Serializer):  # type: ignore[type-arg]
+    """Documents the output: a PyRIT 1.x ScenarioResult dict (or a 0.13 table row)."""
+
+    id = serializers.UUIDField()
+    scenario_identifier = serializers.DictField(allow_null=True)
+    scenario_description = serializers.CharField(allow_null=True)
+    attack_results = serializers.DictField(
+        child=serializers.ListField(child=serializers.DictField()),
+        help_text="Attack result dicts by atomic attack name.",
+    )
+    scenario_run_state = serializers.CharField()
+    labels = serializers.DictField()
+    creation_time = serializers.CharField(allow_null=True)
+    completion_time = serializers.CharField(allow_null=True)
+    scenario_name = serializers.CharField()
+    scenario_version = serializers.IntegerField()
+
+
+# A page of scenarios embeds every attack result they name; fewer scenarios per page keeps
+# that work bounded.
+SCENARIO_PAGE_SIZE = 20
+SCENARIO_MAX_PAGE_SIZE = 50
+
+
+def export_scenarios_page(
+    scenarios: Sequence[ScenarioResult], requested: str
+) -> list[dict[str, Any]]:
+    """Scenarios with their attack results embedded (a constant number of queries)."""
+    shapes = [row_shape(requested, s.source_shape) for s in scenarios]
+    wanted = {
+        uuid.UUID(i)
+        for s, shape in zip(scenarios, shapes, strict=True)
+        if shape == "1.x"
+        for ids in (s.attack_result_ids or {}).values()
+        for i in ids
+    }
+    results = list(attack_results_for_export().filter(pk__in=wanted)) if wanted else []
+    exported = {
+        str(r.pk): row for r, row in zip(results, export_results_page(results, "1.x"), strict=True)
+    }
+    return [
+        export_scenario_result(s, shape, exported)
+        for s, shape in zip(scenarios, shapes, strict=True)
+    ]
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List scenario results",
+        description=(
+            "Newest first (creation time). Filters follow PyRIT's get_scenario_results: "
+            "`scenario_name` (substring), `scenario_version`, `run_state`, "
+            "`label=key=value`, `target` (objective target hash or class), `after`/`before` "
+            "(completion time), `pyrit_version`."
+        ),
+        parameters=[SHAPE_PARAMETER],
+        responses=ScenarioResultOut,
+    ),
+    retrieve=extend_schema(summary="One scenario result", parameters=[SHAPE_PARAMETER]),
+)
+class ScenarioResultViewSet(ShapedReadViewSet):
+    """PyRIT scenario results with their attack results re-attached by atomic attack name."""
+
+    filterset_class = ScenarioResultFilterSet
+    serializer_class = ScenarioResultOut
+    pagination_class = type(
+        "ScenarioPagination",
+        (cursor_pagination("-creation_time", "-id"),),
+        {"page_size": SCENARIO_PAGE_SIZE, "max_page_size": SCENARIO_MAX_PAGE_SIZE},
+    )
+
+    def get_queryset(self) -> QuerySet[ScenarioResult]:
+        """Scenarios with their identifier dumps."""
+        return scenario_results_for_export()
+
+    def export_rows(self, rows: Sequence[Any], shape: str) -> list[dict[str, Any]]:
+        """Each scenario in its shape."""
+        return export_scenarios_page(rows, shape)

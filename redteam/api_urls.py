@@ -17,6 +17,7 @@ router.register("message-pieces", api_reads.MessagePieceViewSet, basename="messa
 router.register("conversations", ConversationViewSet, basename="conversation")
 router.register("scores", ScoreViewSet, basename="score")
 router.register("attack-results", api_reads.AttackResultViewSet, basename="attack-result")
+router.register("scenario-results", api_reads.ScenarioResultViewSet, basename="scenario-result")
 router.register("seeds", SeedViewSet, basename="seed")
 router.register("identifiers", IdentifierViewSet, basename="identifier")
 
