@@ -9,6 +9,7 @@ either line sends is dropped.
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from django.db import models
@@ -358,6 +359,14 @@ class AttackResult(models.Model):
     def metadata_json(self) -> str:
         """metadata as indented JSON for display, invisible characters escaped."""
         return visible_json(self.metadata)
+
+    @property
+    def scenario_id(self) -> uuid.UUID | None:
+        """attribution_parent_id as the ScenarioResult id it names (None when not a UUID)."""
+        try:
+            return uuid.UUID(self.attribution_parent_id) if self.attribution_parent_id else None
+        except ValueError:
+            return None
 
 
 class ConversationReference(models.Model):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from scoring import views
+from scoring import content_views, views
 
 app_name = "scoring"
 
@@ -28,4 +28,10 @@ urlpatterns = [
     path("objectives/<str:objective_sha256>/", views.objective_detail, name="objective_detail"),
     path("review/", views.review_queue, name="review_queue"),
     path("dashboard/", views.dashboard, name="dashboard"),
+    path("scored-content/", content_views.scored_content_list, name="scored_content_list"),
+    path(
+        "scored-content/<uuid:content_id>/",
+        content_views.scored_content_detail,
+        name="scored_content_detail",
+    ),
 ]

@@ -1,0 +1,68 @@
+"""Pages for scored loose content: text a score was taken over that is no conversation turn."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from memory.pagination import BadCursor, keyset_page, page_size
+from memory.textview import display_text
+from memory.trees import parse_dump
+from redteam.roles import viewer_required
+from scoring.models import ScorableContent, Score
+from scoring.views import ScoreView
+
+MAX_SCORES_SHOWN = 200
+PREVIEW_CHARS = 300
+
+
+@require_GET
+@viewer_required
+def scored_content_list(request: HttpRequest) -> HttpResponse:
+    """Scored loose content, newest first, keyset-paginated."""
+    # Queries: session, user, permissions (2), one page.
+    try:
+        page = keyset_page(
+            ScorableContent.objects.all(),
+            ts_field="first_seen_at",
+            pk_field="id",
+            cursor=request.GET.get("cursor") or None,
+            size=page_size(request.GET.get("size")),
+        )
+    except BadCursor:
+        return HttpResponseBadRequest("Invalid cursor.")
+    rows = [{"c": c, "preview": display_text(c.value, limit=PREVIEW_CHARS)} for c in page.rows]
+    context = {
+        "rows": rows,
+        "next_cursor": page.next_cursor,
+        "previous_cursor": page.previous_cursor,
+    }
+    return render(request, "scoring/scored_content_list.html", context)
+
+
+@require_GET
+@viewer_required
+def scored_content_detail(request: HttpRequest, content_id: uuid.UUID) -> HttpResponse:
+    """One piece of scored loose content with every score taken over it."""
+    # Queries: session, user, permissions (2); the content; its scores (+scorer dumps).
+    content = ScorableContent.objects.filter(pk=content_id).first()
+    if content is None:
+        raise Http404("No such scored content.")
+    scores = list(
+        Score.objects.filter(loose_content=content)
+        .select_related("scorer_dump", "reviewer")
+        .order_by("-timestamp", "-id")[:MAX_SCORES_SHOWN]
+    )
+    views = [
+        ScoreView(s, parse_dump(s.scorer_dump.dump_json) if s.scorer_dump else None) for s in scores
+    ]
+    context = {
+        "content": content,
+        "text": display_text(content.value),
+        "scores": views,
+        "limit": MAX_SCORES_SHOWN,
+    }
+    return render(request, "scoring/scored_content_detail.html", context)
