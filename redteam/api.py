@@ -107,6 +107,14 @@ _INGEST_REQUEST = inline_serializer(
             required=False,
             help_text="AttackResult dicts (either line).",
         ),
+        "scenario_results": serializers.ListField(
+            child=serializers.DictField(),
+            required=False,
+            help_text=(
+                "ScenarioResult dicts: 1.x model_dump(mode='json') (attack results embedded by "
+                "atomic attack name) or a 0.13 ScenarioResultEntries row."
+            ),
+        ),
         "seeds": serializers.ListField(
             child=serializers.DictField(),
             required=False,
@@ -162,11 +170,12 @@ class IngestView(APIView):
         operation_id="ingest_batch",
         summary="Ingest a batch of PyRIT memory items",
         description=(
-            "Send any of `message_pieces`, `conversations`, `scores`, `attack_results`, `seeds`"
+            "Send any of `message_pieces`, `conversations`, `scores`, `attack_results`, "
+            "`scenario_results`, `seeds`"
             " as arrays of PyRIT-shaped dicts (0.13 `to_dict()` or 1.x "
             '`model_dump(mode="json")`). Lists are stored in dependency order (conversations,'
-            " pieces, scores, attack results, seeds) in one transaction, committed before the "
-            "response.\n\n"
+            " pieces, scores, attack results, scenario results, seeds) in one transaction, "
+            "committed before the response.\n\n"
             "* **200**: every item was stored or was already stored identically (a replay).\n"
             "* **207**: some items were rejected; each rejected item names its list, index, id "
             "and field. A conflict (same id, different content) is a rejection with code "

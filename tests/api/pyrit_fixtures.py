@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
+import uuid
 from pathlib import Path
 from typing import Any
 
 LINES = ("pyrit-1.1", "pyrit-0.13")
+# Made by PyRIT 1.1.0 for this repository (see its README.md): a scenario run and loose content.
+SCENARIO_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "pyrit_1_1_scenario"
 # Fixture file -> ingest payload key.
 FILES = {
     "conversations.jsonl": "conversations",
@@ -49,3 +53,23 @@ def field_differences(expected: dict[str, Any], actual: dict[str, Any]) -> dict[
     if not diffs and list(expected) != list(actual):
         diffs["<key order>"] = (list(expected), list(actual))
     return diffs
+
+
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def renumbered(value: Any, copy: int) -> Any:
+    """A deep copy whose every UUID string is replaced by one derived from (copy, uuid), so
+    copies of a run share no ids while keeping every reference inside it consistent."""
+    if isinstance(value, dict):
+        return {k: renumbered(v, copy) for k, v in value.items()}
+    if isinstance(value, list):
+        return [renumbered(v, copy) for v in value]
+    if isinstance(value, str) and UUID_RE.match(value):
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{copy}:{value}"))
+    return value
+
+
+def scenario_rows(name: str = "scenario_results.jsonl") -> list[dict[str, Any]]:
+    """The PyRIT 1.1 scenario fixture's ScenarioResult dumps (completed, then failed)."""
+    return read_jsonl(SCENARIO_FIXTURES / name)

@@ -13,6 +13,7 @@ from django.contrib.auth.models import Group
 
 from redteam.models import ApiKey
 from redteam.roles import READ_ONLY_GROUP, REVIEWER_GROUP, ensure_roles
+from tests.api.pyrit_fixtures import SCENARIO_FIXTURES
 
 # A 1x1 PNG.
 PNG = bytes.fromhex(
@@ -74,15 +75,17 @@ class Memory:
     media_sha256: str
     seed_id: str
     dataset_pk: int
+    scenario_id: str
+    content_id: str
 
 
 @pytest.fixture
 def memory(db: None, fixtures_dir: Path) -> Memory:
     """PyRIT 1.1's real run, ingested through the services, plus one media blob."""
-    from memory.models import AttackResult, ComponentIdentifier, MessagePiece
+    from memory.models import AttackResult, ComponentIdentifier, MessagePiece, ScenarioResult
     from redteam.ingest import ingest_batch
     from redteam.media import store_media_bytes
-    from scoring.models import Score
+    from scoring.models import ScorableContent, Score
     from seeds.models import Seed, SeedDataset
 
     base = fixtures_dir / "pyrit-1.1"
@@ -93,8 +96,13 @@ def memory(db: None, fixtures_dir: Path) -> Memory:
             "scores": _jsonl(base / "scores.jsonl"),
             "attack_results": _jsonl(base / "attack_results.jsonl"),
             "seeds": _jsonl(base / "seeds.jsonl"),
+            "scenario_results": _jsonl(SCENARIO_FIXTURES / "scenario_results.jsonl"),
         }
     )
+    loose = ingest_batch(
+        {"scores": _jsonl(SCENARIO_FIXTURES / "loose_scores_before_storage.jsonl")}
+    )
+    assert loose.errors == 0
     assert report.errors == 0, [o for o in report.outcomes if o.status == "rejected"][:3]
     blob = store_media_bytes(PNG, filename="x.png")
     result = AttackResult.objects.order_by("pk").first()
@@ -114,4 +122,6 @@ def memory(db: None, fixtures_dir: Path) -> Memory:
         media_sha256=blob.sha256,
         seed_id=str(seed.pk),
         dataset_pk=dataset.pk,
+        scenario_id=str(ScenarioResult.objects.order_by("pk").values_list("pk", flat=True)[0]),
+        content_id=str(ScorableContent.objects.order_by("pk").values_list("pk", flat=True)[0]),
     )

@@ -82,6 +82,8 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     "api:score-detail": ("api_read", "GET"),
     "api:attack-result-list": ("api_read", "GET"),
     "api:attack-result-detail": ("api_read", "GET"),
+    "api:scenario-result-list": ("api_read", "GET"),
+    "api:scenario-result-detail": ("api_read", "GET"),
     "api:seed-list": ("api_read", "GET"),
     "api:seed-detail": ("api_read", "GET"),
     "api:identifier-list": ("api_read", "GET"),
@@ -96,6 +98,10 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     "memory:identifier_diff": ("page_read", "GET"),
     "memory:identifier_detail": ("page_read", "GET"),
     "memory:media": ("page_read", "GET"),
+    "memory:scenario_list": ("page_read", "GET"),
+    "memory:scenario_detail": ("page_read", "GET"),
+    "scoring:scored_content_list": ("page_read", "GET"),
+    "scoring:scored_content_detail": ("page_read", "GET"),
     "scoring:conversation_detail": ("page_read", "GET"),
     "scoring:attack_result_list": ("page_read", "GET"),
     "scoring:attack_result_detail": ("page_read", "GET"),
@@ -149,6 +155,8 @@ def _fill(route: str, name: str, m: Memory) -> str:
         "objective_sha256": m.objective_sha256,
         "sha256": m.media_sha256,
         "hash": m.identifier_hash,
+        "scenario_id": m.scenario_id,
+        "content_id": m.content_id,
         "app_label": "memory",
         "url": "no-such-page/",
         "object_id": "1",
@@ -161,6 +169,7 @@ def _fill(route: str, name: str, m: Memory) -> str:
         "api:seed-detail": m.seed_id,
         "seeds:seed_preview": m.seed_id,
         "seeds:dataset_detail": str(m.dataset_pk),
+        "api:scenario-result-detail": m.scenario_id,
     }
     if name in pk:
         values["pk"] = pk[name]
