@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memory.export import timestamp_1x
 from tests.memory import factories as builders
 
 ROT13 = {
@@ -23,7 +24,7 @@ BASE_TIME = datetime(2026, 11, 22, 3, 0, 0, tzinfo=UTC)
 
 
 def _ts(offset: int) -> str:
-    return (BASE_TIME + timedelta(milliseconds=offset)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return str(timestamp_1x(BASE_TIME + timedelta(milliseconds=offset)))
 
 
 def _sha(text: str) -> str:

@@ -166,7 +166,14 @@ def test_services_run_in_dependency_order(api: APIClient, monkeypatch: pytest.Mo
     monkeypatch.setattr(ingest, "_run_service", spy)
     body = {k: [{"id": k}] for k in reversed(ingest.INGEST_KINDS)}
     assert post(api, body).status_code == 200
-    assert seen == ["conversations", "message_pieces", "scores", "attack_results", "seeds"]
+    assert seen == [
+        "conversations",
+        "message_pieces",
+        "scores",
+        "attack_results",
+        "scenario_results",
+        "seeds",
+    ]
 
 
 def test_a_crashing_service_leaves_nothing_half_written(

@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memory.export import timestamp_1x
 from redteam.identifiers import ComponentIdentifier
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -17,8 +18,8 @@ def new_id() -> str:
 
 
 def ts(seconds: float = 0) -> str:
-    """A 1.x timestamp (Z, microseconds)."""
-    return (T0 + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """A 1.x timestamp as pydantic writes it (Z; microseconds only when non-zero)."""
+    return str(timestamp_1x(T0 + timedelta(seconds=seconds)))
 
 
 def ts_013(seconds: float = 0) -> str:
