@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db.models import Count, F, QuerySet
 from django.db.models.fields.json import KT
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -95,7 +95,7 @@ def scenario_list(request: HttpRequest) -> HttpResponse:
         ),
     )
     rows: list[dict[str, Any]] = []
-    next_cursor = previous_cursor = None
+    next_cursor = previous_cursor = cursor_error = None
     status = 200
     if filterset.is_valid():
         try:
@@ -106,11 +106,12 @@ def scenario_list(request: HttpRequest) -> HttpResponse:
                 cursor=request.GET.get("cursor") or None,
                 size=page_size(request.GET.get("size")),
             )
-        except BadCursor:
-            return HttpResponseBadRequest("Invalid cursor.")
-        rates = _scenario_rates([s.id for s in page.rows])
-        rows = [{"s": s, "rate": rates.get(str(s.id), OutcomeCounts())} for s in page.rows]
-        next_cursor, previous_cursor = page.next_cursor, page.previous_cursor
+            rates = _scenario_rates([s.id for s in page.rows])
+            rows = [{"s": s, "rate": rates.get(str(s.id), OutcomeCounts())} for s in page.rows]
+            next_cursor, previous_cursor = page.next_cursor, page.previous_cursor
+        except BadCursor as exc:
+            # The form and a link to the first page with the same filters, as a 400.
+            status, cursor_error = 400, str(exc)
     else:
         status = 400
     context = {
@@ -118,6 +119,7 @@ def scenario_list(request: HttpRequest) -> HttpResponse:
         "rows": rows,
         "next_cursor": next_cursor,
         "previous_cursor": previous_cursor,
+        "cursor_error": cursor_error,
         "run_states": SCENARIO_RUN_STATES,
         "selected_states": request.GET.getlist("run_state"),
         "labels": request.GET.getlist("label"),

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -32,10 +33,12 @@ def scored_content_list(request: HttpRequest) -> HttpResponse:
             cursor=request.GET.get("cursor") or None,
             size=page_size(request.GET.get("size")),
         )
-    except BadCursor:
-        return HttpResponseBadRequest("Invalid cursor.")
+    except BadCursor as exc:
+        # A link to the first page, as a 400.
+        error = {"rows": [], "cursor_error": str(exc)}
+        return render(request, "scoring/scored_content_list.html", error, status=400)
     rows = [{"c": c, "preview": display_text(c.value, limit=PREVIEW_CHARS)} for c in page.rows]
-    context = {
+    context: dict[str, Any] = {
         "rows": rows,
         "next_cursor": page.next_cursor,
         "previous_cursor": page.previous_cursor,
