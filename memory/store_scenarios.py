@@ -8,7 +8,8 @@ any order, so a result may name a scenario that has not arrived (or never will).
 
 Normalisations before comparing a replay (PyRIT's own memory round trip changes these):
 
-* identifiers are compared by content hash, not dump text (memory re-stamps ``eval_hash``);
+* identifiers are compared as redteam.roundtrip.identifier_compared does (content hash, or
+  identical dump for legacy truncated ones; memory re-stamps ``eval_hash``);
 * ``error_attack_result_ids`` is not compared (PyRIT's table does not keep it, so a
   scenario read back from memory has ``[]``);
 * the attack results of each atomic attack are compared as a set of ids (memory re-attaches
@@ -34,6 +35,7 @@ from memory.store_common import (
 )
 from memory.store_results import store_parsed_attack_results
 from redteam.outcomes import FieldError, ItemOutcome
+from redteam.roundtrip import identifier_compared
 
 KIND_SCENARIO_RESULTS = "scenario_results"
 
@@ -64,16 +66,25 @@ def _id_sets(value: Mapping[str, Any]) -> dict[str, list[str]]:
 
 
 def _compare(scenario: ParsedScenarioResult) -> dict[str, Any]:
+    """The compared values of an incoming scenario, in PyRIT's memory round-trip form."""
     row = dict(scenario.row)
-    row["scenario_identifier_id"] = scenario.scenario.hash if scenario.scenario else None
-    row["objective_target_identifier_id"] = scenario.target.hash if scenario.target else None
-    row["objective_scorer_identifier_id"] = scenario.scorer.hash if scenario.scorer else None
+    for key, use in (
+        ("scenario_identifier_id", scenario.scenario),
+        ("objective_target_identifier_id", scenario.target),
+        ("objective_scorer_identifier_id", scenario.scorer),
+    ):
+        row[key] = identifier_compared(use.hash, use.digest) if use else None
     row["attack_result_ids"] = _id_sets(row.get("attack_result_ids", {}))
     return row
 
 
 def _stored_compare(obj: ScenarioResult) -> dict[str, Any]:
+    """The compared values of a stored scenario, in the same form."""
     row = {name: getattr(obj, name) for name in SCENARIO_COMPARE}
+    for prefix in ("scenario", "objective_target", "objective_scorer"):
+        row[f"{prefix}_identifier_id"] = identifier_compared(
+            getattr(obj, f"{prefix}_identifier_id"), getattr(obj, f"{prefix}_dump_id")
+        )
     row["attack_result_ids"] = _id_sets(obj.attack_result_ids)
     return row
 
