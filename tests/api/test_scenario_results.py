@@ -87,3 +87,35 @@ def test_schema_documents_scenario_results(api: APIClient) -> None:
     assert "/api/v1/scenario-results/{id}/" in schema["paths"]
     ingest_body = json.dumps(schema["paths"]["/api/v1/ingest/"]["post"])
     assert "scenario_results" in ingest_body
+
+
+LEGACY_ROW: dict[str, Any] = {
+    "id": "7e5a3b2c-1d0f-4a6b-9c8d-2f4e6a8b0c13",
+    "scenario_name": "FoundryScenario",
+    "scenario_description": None,
+    "scenario_version": 1,
+    "pyrit_version": "0.13.0",
+    "scenario_init_data": {"max_turns": 3},
+    "objective_target_identifier": {"__type__": "OpenAIChatTarget", "__module__": "m"},
+    "objective_scorer_identifier": None,
+    "scenario_run_state": "IN_PROGRESS",
+    "attack_results_json": "{}",
+    "labels": {"op": "x"},
+    "number_tries": 1,
+    "completion_time": "2025-10-01T10:00:00+00:00",
+    "timestamp": "2025-10-01T09:00:00+00:00",
+}
+
+
+def test_legacy_scenario_row_round_trips_and_any_row_exports_in_either_shape(
+    api: APIClient,
+) -> None:
+    assert ingest(api, {"scenario_results": [LEGACY_ROW, scenario_rows()[0]]}).status_code == 200
+    served = api.get(f"/api/v1/scenario-results/{LEGACY_ROW['id']}/").json()
+    assert field_differences(LEGACY_ROW, served) == {}
+    as_1x = api.get(f"/api/v1/scenario-results/{LEGACY_ROW['id']}/", {"shape": "1.x"}).json()
+    assert as_1x["scenario_name"] == "FoundryScenario" and as_1x["attack_results"] == {}
+    modern = scenario_rows()[0]["id"]
+    as_013 = api.get(f"/api/v1/scenario-results/{modern}/", {"shape": "0.13"}).json()
+    assert as_013["scenario_name"] == "EncodingScenario"
+    assert sorted(json.loads(as_013["attack_results_json"])) == ["base64", "rot13"]
