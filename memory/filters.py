@@ -327,6 +327,8 @@ class AttackResultFilterSet(df.FilterSet):
     objective = df.CharFilter(field_name="objective", lookup_expr="icontains", max_length=300)
     objective_sha256 = df.CharFilter(field_name="objective_sha256", max_length=64)
     conversation_id = df.CharFilter(field_name="conversation_id", max_length=255)
+    # PyRIT's get_attack_results(scenario_result_id=...): the scenario a result belongs to.
+    scenario_result_id = df.CharFilter(field_name="attribution_parent_id", max_length=64)
     operation = FixedLabelFilter(field_name="labels", label_key="operation", max_length=300)
     operator = FixedLabelFilter(field_name="labels", label_key="operator", max_length=300)
     label = LabelFilter(field_name="labels")

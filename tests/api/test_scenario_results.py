@@ -119,3 +119,13 @@ def test_legacy_scenario_row_round_trips_and_any_row_exports_in_either_shape(
     as_013 = api.get(f"/api/v1/scenario-results/{modern}/", {"shape": "0.13"}).json()
     assert as_013["scenario_name"] == "EncodingScenario"
     assert sorted(json.loads(as_013["attack_results_json"])) == ["base64", "rot13"]
+
+
+def test_attack_results_filter_by_their_scenario(api: APIClient) -> None:
+    rows = scenario_rows()
+    ingest(api, {"scenario_results": rows})
+    loose = dict(rows[0]["attack_results"]["base64"][0], attribution_parent_id=None)
+    loose = renumbered(loose, 99)
+    assert ingest(api, {"attack_results": [loose]}).status_code == 200
+    mine = read_all(api, "attack-results", scenario_result_id=rows[0]["id"])
+    assert len(mine) == 6 and len(read_all(api, "attack-results")) == 7

@@ -173,3 +173,18 @@ def test_scored_content_pages_cost_constant_queries(
     with django_assert_num_queries(6):
         html = reader_client.get(reverse("scoring:scored_content_detail", args=[content.pk]))
     assert html.content.decode().count('<div class="score">') == (n + 1) // 2
+
+
+def test_scenario_links_to_its_results_in_the_filtered_result_list(reader_client: Client) -> None:
+    load(scenario_rows())
+    AttackResult.objects.create(
+        attack_result_id="00000000-0000-4000-8000-0000000000aa",
+        conversation_id=AttackResult.objects.first().conversation_id,  # type: ignore[union-attr]
+        objective="outside the scenario",
+        objective_sha256="0" * 64,
+    )
+    detail = reader_client.get(reverse("memory:scenario_detail", args=[COMPLETED])).content.decode()
+    link = f"{reverse('scoring:attack_result_list')}?scenario_result_id={COMPLETED}"
+    assert link in detail
+    html = reader_client.get(link).content.decode()
+    assert html.count('class="row-link"') == 6 and "outside the scenario" not in html
