@@ -100,7 +100,14 @@ _INGEST_REQUEST = inline_serializer(
             help_text="1.x Conversation dicts: conversation_id, target_identifier, retries.",
         ),
         "scores": serializers.ListField(
-            child=serializers.DictField(), required=False, help_text="Score dicts (either line)."
+            child=serializers.DictField(),
+            required=False,
+            help_text=(
+                "Score dicts (either line, or PyRIT's ScoreEntry row view). A 1.1 score whose "
+                "scorable is a `content_entry` may carry the ScorableContentEntries row it "
+                "names as `scorable_content` ({id, value, value_sha256, data_type, timestamp}) "
+                "so the scored loose text is stored."
+            ),
         ),
         "attack_results": serializers.ListField(
             child=serializers.DictField(),
