@@ -19,6 +19,7 @@ from drf_spectacular.utils import (
     inline_serializer,
 )
 from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -281,16 +282,21 @@ class ScenarioResultOut(serializers.Serializer):  # type: ignore[type-arg]
     scenario_version = serializers.IntegerField()
 
 
-# A page of scenarios embeds every attack result they name; fewer scenarios per page keeps
-# that work bounded.
+# A page of scenarios embeds every attack result they name; fewer scenarios per page, and a
+# ceiling on the results one answer embeds (about 4.5 KB each), keep that work bounded.
 SCENARIO_PAGE_SIZE = 20
 SCENARIO_MAX_PAGE_SIZE = 50
+MAX_EMBEDDED_RESULTS = 2000
 
 
 def export_scenarios_page(
     scenarios: Sequence[ScenarioResult], requested: str
 ) -> list[dict[str, Any]]:
-    """Scenarios with their attack results embedded (a constant number of queries)."""
+    """Scenarios with their attack results embedded (a constant number of queries).
+
+    Raises ValidationError (400) when the answer would embed more than MAX_EMBEDDED_RESULTS
+    results, naming the smaller request and the result list that reads them in pages.
+    """
     shapes = [row_shape(requested, s.source_shape) for s in scenarios]
     wanted = {
         uuid.UUID(i)
@@ -299,6 +305,16 @@ def export_scenarios_page(
         for ids in (s.attack_result_ids or {}).values()
         for i in ids
     }
+    if len(wanted) > MAX_EMBEDDED_RESULTS:
+        raise ValidationError(
+            {
+                "attack_results": (
+                    f"These scenario results embed {len(wanted)} attack results, more than "
+                    f"{MAX_EMBEDDED_RESULTS} in one answer: ask for fewer (page_size=1), or read "
+                    "the results in pages from /api/v1/attack-results/?scenario_result_id=<id>."
+                )
+            }
+        )
     results = list(attack_results_for_export().filter(pk__in=wanted)) if wanted else []
     exported = {
         str(r.pk): row for r, row in zip(results, export_results_page(results, "1.x"), strict=True)

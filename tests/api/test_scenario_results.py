@@ -129,3 +129,19 @@ def test_attack_results_filter_by_their_scenario(api: APIClient) -> None:
     assert ingest(api, {"attack_results": [loose]}).status_code == 200
     mine = read_all(api, "attack-results", scenario_result_id=rows[0]["id"])
     assert len(mine) == 6 and len(read_all(api, "attack-results")) == 7
+
+
+def test_an_answer_embedding_too_many_results_is_a_clear_400(
+    api: APIClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from redteam import api_reads
+
+    monkeypatch.setattr(api_reads, "MAX_EMBEDDED_RESULTS", 5)
+    rows = scenario_rows()
+    ingest(api, {"scenario_results": rows})
+    response = api.get(f"/api/v1/scenario-results/{rows[0]['id']}/")
+    assert response.status_code == 400
+    assert "scenario_result_id" in str(response.json()["attack_results"])
+    # The failed run embeds nothing, and the results read in pages from their own list.
+    assert api.get(f"/api/v1/scenario-results/{rows[1]['id']}/").status_code == 200
+    assert len(read_all(api, "attack-results", scenario_result_id=rows[0]["id"])) == 6
