@@ -175,6 +175,7 @@ class DemoData:
     pieces: list[dict[str, Any]] = field(default_factory=list)
     scores: list[dict[str, Any]] = field(default_factory=list)
     attack_results: list[dict[str, Any]] = field(default_factory=list)
+    scenario_results: list[dict[str, Any]] = field(default_factory=list)
     media: dict[str, bytes] = field(default_factory=dict)
 
 
@@ -531,6 +532,77 @@ def _red_teaming(b: _Builder) -> None:
     )
 
 
+def _attack_name(result: dict[str, Any]) -> str:
+    """The atomic attack name a scenario gives a result: its attack class, snake_cased."""
+    attack = result["atomic_attack_identifier"]["children"]["attack_technique"]["children"][
+        "attack"
+    ]
+    name = str(attack["class_name"]).removesuffix("Attack")
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
+
+
+def _scenario(b: _Builder) -> None:
+    """A scenario run that ran every demo attack, and a score over loose text."""
+    scenario_id = _id("scenario", "demo")
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    created = b.tick(0)
+    for result in b.data.attack_results:
+        name = _attack_name(result)
+        result["attribution_parent_id"] = scenario_id
+        result["attribution_data"] = {"parent_collection": name, "parent_eval_hash": None}
+        grouped.setdefault(name, []).append(result)
+    identifier = _ident(
+        "DemoScenario",
+        "redteam.demo",
+        {"objective_target": TARGET, "objective_scorer": REFUSAL},
+        version=1,
+        techniques=sorted(grouped),
+    )
+    b.data.scenario_results.append(
+        {
+            "id": scenario_id,
+            "scenario_identifier": identifier.model_dump(),
+            "scenario_description": "Every demo attack, run as one scenario.",
+            "attack_results": grouped,
+            "scenario_run_state": "COMPLETED",
+            "labels": {"operation": "demo_op", "operator": "demo"},
+            "creation_time": created,
+            "completion_time": b.tick(60),
+            "number_tries": 1,
+            "display_group_map": {},
+            "error_message": None,
+            "error_type": None,
+            "error_attack_result_ids": [
+                r["attack_result_id"] for r in b.data.attack_results if r["outcome"] == "error"
+            ],
+            "metadata": {},
+            "scenario_name": "DemoScenario",
+            "scenario_version": 1,
+            "pyrit_version": PYRIT_VERSION,
+            "objective_target_identifier": TARGET.model_dump(),
+            "objective_scorer_identifier": REFUSAL.model_dump(),
+        }
+    )
+    text = "A draft reply scored before it was ever sent: \u202eno conversation holds it."
+    b.data.scores.append(
+        {
+            "id": _id("score", "loose"),
+            "score_value": "false",
+            "status": "complete",
+            "score_value_description": "SubStringScorer verdict",
+            "score_type": "true_false",
+            "score_category": None,
+            "score_rationale": "No 'Sure' in the text.",
+            "score_metadata": {},
+            "scorer_class_identifier": SUBSTRING.with_eval_hash(SUBSTRING.hash).model_dump(),
+            "message_piece_id": None,
+            "scorable": {"scorable_type": "content", "value": text, "data_type": "text"},
+            "timestamp": b.tick(0.3),
+            "objective": None,
+        }
+    )
+
+
 def build_demo_data() -> DemoData:
     """All synthetic demo items, deterministic (same ids and content on every call)."""
     builder = _Builder()
@@ -539,6 +611,7 @@ def build_demo_data() -> DemoData:
     _audio_attack(builder, demo_wav())
     _blocked_and_error(builder)
     _red_teaming(builder)
+    _scenario(builder)
     return builder.data
 
 
@@ -548,3 +621,4 @@ def iter_demo_kinds(data: DemoData) -> Iterator[tuple[str, list[dict[str, Any]]]
     yield "message_pieces", data.pieces
     yield "scores", data.scores
     yield "attack_results", data.attack_results
+    yield "scenario_results", data.scenario_results

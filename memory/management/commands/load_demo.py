@@ -53,6 +53,7 @@ def _stores() -> dict[str, Store]:
         "message_pieces": services.store_message_pieces,
         "scores": store_scores,
         "attack_results": services.store_attack_results,
+        "scenario_results": services.store_scenario_results,
         "seeds": store_seeds,
     }
 
