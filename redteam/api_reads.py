@@ -290,11 +290,14 @@ MAX_EMBEDDED_RESULTS = 2000
 
 
 def export_scenarios_page(
-    scenarios: Sequence[ScenarioResult], requested: str
+    scenarios: Sequence[ScenarioResult],
+    requested: str,
+    *,
+    max_results: int | None,
 ) -> list[dict[str, Any]]:
     """Scenarios with their attack results embedded (a constant number of queries).
 
-    Raises ValidationError (400) when the answer would embed more than MAX_EMBEDDED_RESULTS
+    Raises ValidationError (400) when the answer would embed more than ``max_results``
     results, naming the smaller request and the result list that reads them in pages.
     """
     shapes = [row_shape(requested, s.source_shape) for s in scenarios]
@@ -305,12 +308,12 @@ def export_scenarios_page(
         for ids in (s.attack_result_ids or {}).values()
         for i in ids
     }
-    if len(wanted) > MAX_EMBEDDED_RESULTS:
+    if max_results is not None and len(wanted) > max_results:
         raise ValidationError(
             {
                 "attack_results": (
                     f"These scenario results embed {len(wanted)} attack results, more than "
-                    f"{MAX_EMBEDDED_RESULTS} in one answer: ask for fewer (page_size=1), or read "
+                    f"{max_results} in one answer: ask for fewer (page_size=1), or read "
                     "the results in pages from /api/v1/attack-results/?scenario_result_id=<id>."
                 )
             }
@@ -356,4 +359,4 @@ class ScenarioResultViewSet(ShapedReadViewSet):
 
     def export_rows(self, rows: Sequence[Any], shape: str) -> list[dict[str, Any]]:
         """Each scenario in its shape."""
-        return export_scenarios_page(rows, shape)
+        return export_scenarios_page(rows, shape, max_results=MAX_EMBEDDED_RESULTS)

@@ -1,4 +1,5 @@
-"""A whole run as one PyRIT 1.x ingest payload: conversations, pieces, scores, results, seeds.
+"""A whole run as one PyRIT 1.x ingest payload: conversations, pieces, scores, results,
+scenario results, seeds.
 
 ``manage.py export_conversations --run`` writes it. The file is a JSON object keyed like
 ``POST /api/v1/ingest/`` (and ``RedteamClient.push``), each list in PyRIT's
@@ -10,17 +11,19 @@ What a run holds:
 * Unfiltered: every stored row of each kind.
 * Filtered (the piece filters of the command): the conversations with at least one matching
   piece, plus the conversations their attack results name as related (recursively), each
-  whole; the attack results of those conversations; the scores of their pieces; the seeds
-  named by the results' atomic attack identifiers (their seed identifiers' ``value_sha256``).
+  whole; the attack results of those conversations; the scores of their pieces; the scenario
+  results those attack results belong to (``attribution_parent_id``); the seeds named by the
+  results' atomic attack identifiers (their seed identifiers' ``value_sha256``).
 
 Sections are written in RUN_SECTIONS order, conversations a chunk at a time, so memory stays
 bounded and each chunk costs a constant number of queries. A new kind of row joins the run by
-adding a section there (scenario results: the results' ``attribution_parent_id``).
+adding a section there.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +32,13 @@ from django.db.models import QuerySet
 
 from memory.export import export_conversation
 from memory.models import AttackResult, Conversation, ConversationReference, MessagePiece
-from memory.querysets import attack_results_for_export, conversations_for_export, pieces_for_export
+from memory.querysets import (
+    attack_results_for_export,
+    conversations_for_export,
+    pieces_for_export,
+    scenario_results_for_export,
+)
+from redteam.api_reads import export_scenarios_page
 from scoring.export import export_attack_results, export_pieces_with_scores, export_score
 from scoring.models import Score
 from seeds.api.views import export_seed
@@ -43,6 +52,8 @@ CONVERSATIONS_PER_CHUNK = 200
 MAX_RELATED_DEPTH = 8
 # Rows read per round trip when a whole table is exported.
 ROWS_PER_CHUNK = 2000
+# Scenarios per round trip: each embeds its attack results.
+SCENARIOS_PER_CHUNK = 20
 
 
 @dataclass
@@ -51,8 +62,9 @@ class RunSelection:
 
     conversation_ids: list[str]
     whole: bool
-    # Filled while the attack results are written: the seeds they name.
+    # Filled while the attack results are written: the seeds and scenarios they name.
     seed_sha256s: set[str] = field(default_factory=set)
+    scenario_ids: set[str] = field(default_factory=set)
 
     def chunks(self) -> Iterator[list[str]]:
         """The conversation ids, CONVERSATIONS_PER_CHUNK at a time."""
@@ -116,18 +128,34 @@ def _chunked(query: QuerySet[Any]) -> Iterator[list[Any]]:
         last = rows[-1].pk
 
 
+def _score_row(score: Score) -> dict[str, Any]:
+    """A score's 1.x dict; a content_entry score carries the loose text it names
+    (``scorable_content``), so the receiving server stores the text too."""
+    row = export_score(score, "1.x")
+    content = score.loose_content
+    scorable = score.scorable if isinstance(score.scorable, dict) else {}
+    if content is not None and scorable.get("scorable_type") == "content_entry":
+        row["scorable_content"] = {
+            "id": scorable.get("content_id"),
+            "value": content.value,
+            "value_sha256": content.value_sha256,
+            "data_type": content.data_type,
+        }
+    return row
+
+
 def _scores(selection: RunSelection) -> Iterator[dict[str, Any]]:
-    scores = Score.objects.select_related("scorer_dump")
+    scores = Score.objects.select_related("scorer_dump", "loose_content")
     if selection.whole:
         for rows in _chunked(scores):
-            yield from (export_score(s, "1.x") for s in rows)
+            yield from (_score_row(s) for s in rows)
         return
     for chunk in selection.chunks():
         prompt_ids = MessagePiece.objects.filter(conversation_id__in=chunk).values(
             "original_prompt_id"
         )
         linked = scores.filter(message_piece_id__in=prompt_ids).order_by("timestamp", "id")
-        yield from (export_score(s, "1.x") for s in linked)
+        yield from (_score_row(s) for s in linked)
 
 
 def _seed_sha256s(dump: Any) -> Iterator[str]:
@@ -148,6 +176,8 @@ def _results_in(rows: Iterable[AttackResult], selection: RunSelection) -> list[d
     exported = export_attack_results(rows, "1.x")
     for row in exported:
         selection.seed_sha256s.update(_seed_sha256s(row["atomic_attack_identifier"]))
+        if row.get("attribution_parent_id"):
+            selection.scenario_ids.add(row["attribution_parent_id"])
     return exported
 
 
@@ -159,6 +189,30 @@ def _attack_results(selection: RunSelection) -> Iterator[dict[str, Any]]:
     for chunk in selection.chunks():
         results = attack_results_for_export().filter(conversation_id__in=chunk)
         yield from _results_in(results.order_by("timestamp", "attack_result_id"), selection)
+
+
+def _scenario_results(selection: RunSelection) -> Iterator[dict[str, Any]]:
+    """Scenario results (their attack results embedded), SCENARIOS_PER_CHUNK per round trip:
+    every one, or those the run's attack results belong to."""
+    scenarios = scenario_results_for_export()
+    if not selection.whole:
+        wanted = []
+        for value in sorted(selection.scenario_ids):
+            try:
+                wanted.append(uuid.UUID(value))
+            except ValueError:
+                continue  # attribution_parent_id is free text; only UUIDs name scenarios
+        if not wanted:
+            return
+        scenarios = scenarios.filter(pk__in=wanted)
+    last: Any = None
+    while True:
+        page = scenarios if last is None else scenarios.filter(pk__gt=last)
+        rows = list(page.order_by("pk")[:SCENARIOS_PER_CHUNK])
+        if not rows:
+            return
+        yield from export_scenarios_page(rows, "1.x", max_results=None)
+        last = rows[-1].pk
 
 
 def _seeds(selection: RunSelection) -> Iterator[dict[str, Any]]:
@@ -179,6 +233,7 @@ RUN_SECTIONS: tuple[tuple[str, Section], ...] = (
     ("message_pieces", _pieces),
     ("scores", _scores),
     ("attack_results", _attack_results),
+    ("scenario_results", _scenario_results),
     ("seeds", _seeds),
 )
 

@@ -64,7 +64,14 @@ def test_a_whole_run_holds_every_stored_row_and_reingests_unchanged(
     assert report.rejected == 0
     payload, text = export()
     assert text == json.dumps(payload, indent=4)  # PyRIT's json.dump(..., indent=4)
-    assert list(payload) == ["conversations", "message_pieces", "scores", "attack_results", "seeds"]
+    assert list(payload) == [
+        "conversations",
+        "message_pieces",
+        "scores",
+        "attack_results",
+        "scenario_results",
+        "seeds",
+    ]
     declared = Conversation.objects.filter(declared=True)
     assert ids(payload["conversations"], "conversation_id") == stored_ids(declared)
     assert ids(payload["message_pieces"]) == stored_ids(MessagePiece.objects.all())
@@ -184,19 +191,21 @@ def test_a_run_costs_constant_queries(count: int, django_assert_num_queries: Any
     # Selection: the conversation ids. Conversations: one page. Pieces: pieces with their
     # dumps, their converters. Scores: one page and the empty page after it. Attack results:
     # one page with their references (no last response or score here), the empty page after.
-    # Seeds: the empty page.
-    with django_assert_num_queries(10):
+    # Scenario results: the empty page. Seeds: the empty page.
+    with django_assert_num_queries(11):
         counts = write_run(chunks.append, select_run(None))
     assert counts == {
         "conversations": count,
         "message_pieces": count,
         "scores": count,
         "attack_results": count,
+        "scenario_results": 0,
         "seeds": 0,
     }
     # Filtered: the matching conversations, one hop of references (the next frontier is
     # empty), the ordered ids; then conversations; pieces and their converters; the pieces'
-    # scores; the results and their references. No seed is named, so no seed query.
+    # scores; the results and their references. No seed or scenario is named, so no query
+    # for either.
     pieces = MessagePiece.objects.filter(
         conversation_id__in=[f"run-{count}-{i}" for i in range(count)]
     )
@@ -277,3 +286,28 @@ def test_the_013_file_of_a_11_run_has_the_shape_pyrit_013_wrote(
     determined = Score.objects.filter(score_value__isnull=False, message_piece_id__isnull=False)
     assert Score.objects.filter(score_value__isnull=True).exists()
     assert written == determined.count()
+
+
+def test_a_run_carries_its_scenarios_and_the_loose_text_of_its_scores() -> None:
+    from memory.models import ScenarioResult
+    from redteam.ingest import ingest_batch
+    from scoring.models import ScorableContent
+    from tests.api.pyrit_fixtures import SCENARIO_FIXTURES
+
+    assert import_pyrit_memory(SCENARIO_FIXTURES / "pyrit_memory.sqlite").rejected == 0
+    chunks: list[str] = []
+    counts = write_run(chunks.append, select_run(None))
+    assert counts["scenario_results"] == 2
+    payload = json.loads("".join(chunks))
+    # Filtered to one scenario conversation: its scenario comes along.
+    one = MessagePiece.objects.filter(conversation_id="00000000-0000-0000-0000-000000001001")
+    filtered: list[str] = []
+    assert write_run(filtered.append, select_run(one))["scenario_results"] == 1
+    # Another server receiving the file stores the same scenarios and loose text.
+    rows = [(c.value, c.data_type) for c in ScorableContent.objects.order_by("pk")]
+    for model in (Score, ScenarioResult, AttackResult):
+        model.objects.all().delete()
+    ScorableContent.objects.all().delete()
+    assert ingest_batch(payload).errors == 0
+    assert [(c.value, c.data_type) for c in ScorableContent.objects.order_by("pk")] == rows
+    assert ScenarioResult.objects.count() == 2
