@@ -13,7 +13,6 @@ per connection (Django 6 does the same). PostgreSQL has no such cap with client-
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -25,6 +24,8 @@ from django.utils import timezone
 from memory.models import ComponentIdentifier, IdentifierDump
 from memory.parsing import ParsedIdentifier
 from redteam.dbutil import lift_sqlite_variable_limit
+from redteam.fields import ExactCharField, ExactTextField, stored_json_text
+from redteam.storedtext import ESCAPE, encode_text
 
 # Rows per INSERT statement; large enough that a typical API batch is one statement.
 MAX_ROWS_PER_STATEMENT = 5000
@@ -96,10 +97,17 @@ def _column_specs(
         else:
             absent = None
         if is_json and absent is not None:
-            # The same text Django's JSONField would send (json.dumps, no custom encoder).
-            absent = json.dumps(absent)
+            # The same text the field would send.
+            absent = stored_json_text(absent)
         specs.append((field.attname, is_json, absent))
     return specs
+
+
+def _is_exact_text(field: models.Field[Any, Any]) -> bool:
+    """True for a column holding escaped text: an exact text field or a key pointing at one."""
+    if field.is_relation:
+        return _is_exact_text(field.target_field)  # type: ignore[attr-defined]
+    return isinstance(field, ExactCharField | ExactTextField)
 
 
 def insert_rows(model: type[models.Model], rows: Sequence[Mapping[str, Any]]) -> None:
@@ -116,11 +124,15 @@ def insert_rows(model: type[models.Model], rows: Sequence[Mapping[str, Any]]) ->
     columns = ", ".join(quote(str(f.column)) for f in fields)
     sql = f"COPY {quote(model._meta.db_table)} ({columns}) FROM STDIN"
     specs = _column_specs(fields, timezone.now())
-    dumps = json.dumps
+    # COPY bypasses the fields' get_prep_value, so the stored form of text and JSON is made
+    # here with the same functions (redteam.storedtext); nothing else differs.
+    dumps = stored_json_text
     # The per-row loop is the hot path of batch ingestion: plain columns are read with one
-    # comprehension, then only the JSON columns present in the row are serialised.
+    # comprehension, then only the JSON columns present in the row are serialised and only
+    # the strings holding NUL or the escape character are rewritten.
     pairs = [(attname, absent) for attname, _, absent in specs]
     json_columns = [(i, attname) for i, (attname, is_json, _) in enumerate(specs) if is_json]
+    text_columns = [i for i, f in enumerate(fields) if _is_exact_text(f)]
     started = time.monotonic()
     with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
         write_row = copy.write_row
@@ -129,6 +141,10 @@ def insert_rows(model: type[models.Model], rows: Sequence[Mapping[str, Any]]) ->
             for i, name in json_columns:
                 if name in row and values[i] is not None:
                     values[i] = dumps(values[i])
+            for i in text_columns:
+                value = values[i]
+                if type(value) is str and (ESCAPE in value or "\x00" in value):
+                    values[i] = encode_text(value)
             write_row(values)
     if connection.queries_logged:
         # COPY bypasses Django's cursor wrapper; log it so query counts and debug output

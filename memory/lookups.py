@@ -16,6 +16,8 @@ from django.db.models import BooleanField, Expression, F, Q, QuerySet
 from django.db.models.sql.compiler import SQLCompiler
 
 from memory.models import MessagePiece
+from redteam.fields import stored_json_text
+from redteam.storedtext import encode_text
 
 # Characters of each value that enter the full-text document. A tsvector is capped at 1 MB,
 # so an unbounded expression would make inserting one huge hostile piece fail; the index in
@@ -68,7 +70,7 @@ class JSONHasElement(_JSONPredicate):
         lhs, params = compiler.compile(self.lhs)
         return (
             f"EXISTS (SELECT 1 FROM json_each({lhs}) AS je WHERE je.value = %s)",
-            (*params, self.args[0]),
+            (*params, encode_text(self.args[0])),
         )
 
     def as_postgresql(
@@ -76,7 +78,7 @@ class JSONHasElement(_JSONPredicate):
     ) -> tuple[str, tuple[Any, ...]]:
         """PostgreSQL: jsonb containment, served by a GIN index."""
         lhs, params = compiler.compile(self.lhs)
-        return f"{lhs} @> %s::jsonb", (*params, json.dumps([self.args[0]]))
+        return f"{lhs} @> %s::jsonb", (*params, stored_json_text([self.args[0]]))
 
 
 class JSONHasKeyValue(_JSONPredicate):
@@ -87,10 +89,10 @@ class JSONHasKeyValue(_JSONPredicate):
     ) -> tuple[str, tuple[Any, ...]]:
         """SQLite (and generic): json_extract on a quoted path, so dots in keys are literal."""
         lhs, params = compiler.compile(self.lhs)
-        path = "$." + json.dumps(self.args[0])
+        path = "$." + json.dumps(encode_text(self.args[0]))
         return (
             f"(json_type({lhs}, %s) = 'text' AND json_extract({lhs}, %s) = %s)",
-            (*params, path, *params, path, self.args[1]),
+            (*params, path, *params, path, encode_text(self.args[1])),
         )
 
     def as_postgresql(
@@ -98,7 +100,7 @@ class JSONHasKeyValue(_JSONPredicate):
     ) -> tuple[str, tuple[Any, ...]]:
         """PostgreSQL: jsonb containment, served by a GIN index."""
         lhs, params = compiler.compile(self.lhs)
-        return f"{lhs} @> %s::jsonb", (*params, json.dumps({self.args[0]: self.args[1]}))
+        return f"{lhs} @> %s::jsonb", (*params, stored_json_text({self.args[0]: self.args[1]}))
 
 
 class PieceSearchDocument(Expression):
@@ -147,7 +149,9 @@ def pieces_matching(q: str, vendor: str) -> QuerySet[MessagePiece]:
     if vendor == "postgresql":
         query = SearchQuery(q, config=SEARCH_CONFIG, search_type="websearch")
         return MessagePiece.objects.annotate(document=PieceSearchDocument()).filter(document=query)
-    # SQLite fallback: a case-insensitive substring scan.
+    # SQLite fallback: a case-insensitive substring scan of the stored (escaped) text, which
+    # pattern lookups do not prepare through the field.
+    stored = encode_text(q)
     return MessagePiece.objects.filter(
-        Q(original_value__icontains=q) | Q(converted_value__icontains=q)
+        Q(original_value__icontains=stored) | Q(converted_value__icontains=stored)
     )

@@ -24,6 +24,7 @@ from redteam.choices import (
     ROLE_CHOICES,
     SCENARIO_RUN_STATE_CHOICES,
 )
+from redteam.fields import ExactCharField, ExactForeignKey, ExactJSONField, ExactTextField
 from redteam.models import MediaBlob
 from redteam.pyrit_enums import (
     ATTACK_OUTCOMES,
@@ -49,17 +50,17 @@ class ComponentIdentifier(models.Model):
     Legacy (<=0.14) rows whose string params were truncated keep the hash they arrived with.
     """
 
-    hash = models.CharField(max_length=64, primary_key=True)
-    class_name = models.CharField(max_length=255, db_index=True)
-    class_module = models.CharField(max_length=512)
+    hash = ExactCharField(max_length=64, primary_key=True)
+    class_name = ExactCharField(max_length=255, db_index=True)
+    class_module = ExactCharField(max_length=512)
     # Params as JSON: ints and floats stay distinct (1 vs 1.0) on SQLite and PostgreSQL.
-    params = models.JSONField(default=dict, blank=True)
+    params = ExactJSONField(default=dict, blank=True)
     # name -> child hash, or name -> [child hashes] (order kept; [] kept).
-    children = models.JSONField(default=dict, blank=True)
-    attributes = models.JSONField(default=dict, blank=True)
-    pyrit_version = models.CharField(max_length=32, null=True, blank=True)
+    children = ExactJSONField(default=dict, blank=True)
+    attributes = ExactJSONField(default=dict, blank=True)
+    pyrit_version = ExactCharField(max_length=32, null=True, blank=True)
     # The eval hash stamped on the first dump seen; each use also keeps its own dump.
-    eval_hash = models.CharField(max_length=64, null=True, blank=True, db_index=True)
+    eval_hash = ExactCharField(max_length=64, null=True, blank=True, db_index=True)
     # True when the hash could not be recomputed from the stored params (truncated legacy row).
     hash_is_stored = models.BooleanField(default=False)
     first_seen_at = models.DateTimeField(auto_now_add=True)
@@ -85,12 +86,12 @@ class IdentifierDump(models.Model):
     """
 
     # sha256 of the dump's canonical JSON (sorted keys), so equal dumps share a row.
-    digest = models.CharField(max_length=64, primary_key=True)
+    digest = ExactCharField(max_length=64, primary_key=True)
     identifier = models.ForeignKey(
         ComponentIdentifier, on_delete=models.PROTECT, related_name="dumps", db_column="hash"
     )
     # JSON text as received: key order and number spelling (1 vs 1.0) preserved verbatim.
-    dump_json = models.TextField()
+    dump_json = ExactTextField()
 
     def __str__(self) -> str:
         return f"dump {self.digest[:8]} of {self.identifier_id}"
@@ -140,14 +141,14 @@ class Conversation(models.Model):
     aggregate millions of pieces.
     """
 
-    conversation_id = models.CharField(max_length=255, primary_key=True)
+    conversation_id = ExactCharField(max_length=255, primary_key=True)
     target_identifier = _identifier_use()
     target_dump = models.ForeignKey(
         IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     # [{"sequence": int, "reason": "json_parsing"}]
-    retries = models.JSONField(default=list, blank=True)
-    pyrit_version = models.CharField(max_length=32, null=True, blank=True)
+    retries = ExactJSONField(default=list, blank=True)
+    pyrit_version = ExactCharField(max_length=32, null=True, blank=True)
     # True when a Conversation object was sent (1.x); False when created from its pieces.
     declared = models.BooleanField(default=False)
 
@@ -156,15 +157,15 @@ class Conversation(models.Model):
     last_timestamp = models.DateTimeField(null=True, blank=True, db_index=True)
     message_count = models.PositiveIntegerField(default=0)
     piece_count = models.PositiveIntegerField(default=0)
-    labels = models.JSONField(default=dict, blank=True)
-    harm_categories = models.JSONField(default=list, blank=True)
-    data_types = models.JSONField(default=list, blank=True)
-    converter_classes = models.JSONField(default=list, blank=True)
+    labels = ExactJSONField(default=dict, blank=True)
+    harm_categories = ExactJSONField(default=list, blank=True)
+    data_types = ExactJSONField(default=list, blank=True)
+    converter_classes = ExactJSONField(default=list, blank=True)
     has_error = models.BooleanField(default=False, db_index=True)
-    attack_class = models.CharField(max_length=255, blank=True, default="", db_index=True)
-    outcome = models.CharField(max_length=16, blank=True, default="", db_index=True)
+    attack_class = ExactCharField(max_length=255, blank=True, default="", db_index=True)
+    outcome = ExactCharField(max_length=16, blank=True, default="", db_index=True)
     # Denormalised first user text, for list rows without a join.
-    preview = models.CharField(max_length=300, blank=True, default="")
+    preview = ExactCharField(max_length=300, blank=True, default="")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -180,7 +181,7 @@ class MessagePiece(models.Model):
     """One PyRIT MessagePiece. A Message is the pieces sharing (conversation_id, sequence)."""
 
     id = models.UUIDField(primary_key=True)
-    conversation = models.ForeignKey(
+    conversation = ExactForeignKey(
         Conversation,
         on_delete=models.CASCADE,
         related_name="pieces",
@@ -191,23 +192,23 @@ class MessagePiece(models.Model):
     # Place inside the message (pieces sharing conversation and sequence), 0 first: the order
     # PyRIT returns them in, which is neither timestamp nor id order. Set once at ingestion.
     position = models.PositiveIntegerField(default=0)
-    role = models.CharField(max_length=32, choices=ROLE_CHOICES)
+    role = ExactCharField(max_length=32, choices=ROLE_CHOICES)
     timestamp = models.DateTimeField()
 
-    original_value = models.TextField()
-    original_value_data_type = models.CharField(max_length=32, choices=DATA_TYPE_CHOICES)
-    original_value_sha256 = models.CharField(max_length=64, null=True, blank=True)
-    converted_value = models.TextField()
-    converted_value_data_type = models.CharField(max_length=32, choices=DATA_TYPE_CHOICES)
-    converted_value_sha256 = models.CharField(max_length=64, null=True, blank=True)
-    response_error = models.CharField(max_length=16, choices=RESPONSE_ERROR_CHOICES, default="none")
+    original_value = ExactTextField()
+    original_value_data_type = ExactCharField(max_length=32, choices=DATA_TYPE_CHOICES)
+    original_value_sha256 = ExactCharField(max_length=64, null=True, blank=True)
+    converted_value = ExactTextField()
+    converted_value_data_type = ExactCharField(max_length=32, choices=DATA_TYPE_CHOICES)
+    converted_value_sha256 = ExactCharField(max_length=64, null=True, blank=True)
+    response_error = ExactCharField(max_length=16, choices=RESPONSE_ERROR_CHOICES, default="none")
     original_prompt_id = models.UUIDField(db_index=True)
-    prompt_metadata = models.JSONField(default=dict, blank=True)
+    prompt_metadata = ExactJSONField(default=dict, blank=True)
 
     # 0.12-0.14 line fields (moved to Conversation/AttackResult in 1.x).
-    labels = models.JSONField(null=True, blank=True)
-    targeted_harm_categories = models.JSONField(null=True, blank=True)
-    originator = models.CharField(max_length=16, choices=ORIGINATOR_CHOICES, null=True, blank=True)
+    labels = ExactJSONField(null=True, blank=True)
+    targeted_harm_categories = ExactJSONField(null=True, blank=True)
+    originator = ExactCharField(max_length=16, choices=ORIGINATOR_CHOICES, null=True, blank=True)
     target_identifier = _identifier_use()
     target_dump = _piece_dump()
     attack_identifier = _identifier_use()
@@ -219,9 +220,9 @@ class MessagePiece(models.Model):
     original_media = _piece_media()
     converted_media = _piece_media()
 
-    pyrit_version = models.CharField(max_length=32, null=True, blank=True)
+    pyrit_version = ExactCharField(max_length=32, null=True, blank=True)
     # Which serialized shape the piece arrived in: "0.13" (to_dict) or "1.x" (model_dump).
-    source_shape = models.CharField(max_length=8, default="1.x")
+    source_shape = ExactCharField(max_length=8, default="1.x")
     ingested_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -291,24 +292,24 @@ class AttackResult(models.Model):
     """PyRIT's AttackResult; related conversations (all types, descriptions kept) hang off it."""
 
     attack_result_id = models.UUIDField(primary_key=True)
-    conversation = models.ForeignKey(
+    conversation = ExactForeignKey(
         Conversation,
         on_delete=models.PROTECT,
         related_name="attack_results",
         db_column="conversation_id",
     )
-    objective = models.TextField()
-    objective_sha256 = models.CharField(max_length=64, db_index=True)
+    objective = ExactTextField()
+    objective_sha256 = ExactCharField(max_length=64, db_index=True)
     atomic_attack_identifier = _identifier_use()
     atomic_attack_dump = models.ForeignKey(
         IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     # Denormalised from the identifier tree for filters: the attack strategy's class name,
     # the objective target's hash and class, and the converter class names used.
-    attack_class = models.CharField(max_length=255, blank=True, default="", db_index=True)
-    target_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
-    target_class = models.CharField(max_length=255, blank=True, default="")
-    converter_classes = models.JSONField(default=list, blank=True)
+    attack_class = ExactCharField(max_length=255, blank=True, default="", db_index=True)
+    target_hash = ExactCharField(max_length=64, blank=True, default="", db_index=True)
+    target_class = ExactCharField(max_length=255, blank=True, default="")
+    converter_classes = ExactJSONField(default=list, blank=True)
     # A piece may arrive after its result, so no DB-level constraint.
     last_response = models.ForeignKey(
         MessagePiece,
@@ -322,21 +323,21 @@ class AttackResult(models.Model):
     last_score_id = models.UUIDField(null=True, blank=True)
     executed_turns = models.IntegerField(default=0)
     execution_time_ms = models.BigIntegerField(default=0)
-    outcome = models.CharField(max_length=16, choices=OUTCOME_CHOICES, default="undetermined")
-    outcome_reason = models.TextField(null=True, blank=True)
+    outcome = ExactCharField(max_length=16, choices=OUTCOME_CHOICES, default="undetermined")
+    outcome_reason = ExactTextField(null=True, blank=True)
     timestamp = models.DateTimeField(null=True, blank=True)
-    metadata = models.JSONField(default=dict, blank=True)
-    labels = models.JSONField(default=dict, blank=True)
-    targeted_harm_categories = models.JSONField(default=list, blank=True)
-    error_message = models.TextField(null=True, blank=True)
-    error_type = models.CharField(max_length=255, null=True, blank=True)
-    error_traceback = models.TextField(null=True, blank=True)
-    retry_events = models.JSONField(default=list, blank=True)
+    metadata = ExactJSONField(default=dict, blank=True)
+    labels = ExactJSONField(default=dict, blank=True)
+    targeted_harm_categories = ExactJSONField(default=list, blank=True)
+    error_message = ExactTextField(null=True, blank=True)
+    error_type = ExactCharField(max_length=255, null=True, blank=True)
+    error_traceback = ExactTextField(null=True, blank=True)
+    retry_events = ExactJSONField(default=list, blank=True)
     total_retries = models.IntegerField(default=0)
-    attribution_parent_id = models.CharField(max_length=64, null=True, blank=True, db_index=True)
-    attribution_data = models.JSONField(null=True, blank=True)
-    pyrit_version = models.CharField(max_length=32, null=True, blank=True)
-    source_shape = models.CharField(max_length=8, default="1.x")
+    attribution_parent_id = ExactCharField(max_length=64, null=True, blank=True, db_index=True)
+    attribution_data = ExactJSONField(null=True, blank=True)
+    pyrit_version = ExactCharField(max_length=32, null=True, blank=True)
+    source_shape = ExactCharField(max_length=8, default="1.x")
     ingested_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -376,9 +377,9 @@ class ConversationReference(models.Model):
         AttackResult, on_delete=models.CASCADE, related_name="related_conversations"
     )
     # Plain id: the related conversation's pieces may arrive later, or never.
-    conversation_id = models.CharField(max_length=255, db_index=True)
-    conversation_type = models.CharField(max_length=16, choices=CONVERSATION_TYPE_CHOICES)
-    description = models.TextField(null=True, blank=True)
+    conversation_id = ExactCharField(max_length=255, db_index=True)
+    conversation_type = ExactCharField(max_length=16, choices=CONVERSATION_TYPE_CHOICES)
+    description = ExactTextField(null=True, blank=True)
 
     class Meta:
         constraints = [

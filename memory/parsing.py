@@ -16,19 +16,18 @@ Validation follows what PyRIT would have produced (PYRIT-MODEL.md sections 1-6):
 * A piece's ``converted_value`` may be missing (PyRIT then mirrors ``original_value``), but an
   explicit null, or ``""`` next to a non-empty original, is something PyRIT never serializes
   (its validator replaces falsy values), so it is rejected.
-* Strings (keys included) must not hold NUL characters or lone surrogates, and JSON numbers
-  must be finite: PostgreSQL's text and jsonb cannot store them.
+* Strings may hold any character and JSON columns any float (NUL, NaN, +/-Infinity): the
+  model fields store them exactly (redteam/storedtext.py). Sizes, nesting and lone
+  surrogates are checked per item before parsing, by redteam/jsonguard.py.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -42,10 +41,8 @@ __all__ = [
     "ParsedIdentifier",
     "canonical",
     "dump_digest",
-    "json_problem",
     "parse_identifier",
     "raw_id",
-    "payload_prechecked",
 ]
 
 HEX64: Final = re.compile(r"^[0-9a-f]{64}$")
@@ -93,67 +90,6 @@ def dump_digest(dump: Mapping[str, Any]) -> str:
     """IdentifierDump primary key: sha256 of the dump's canonical JSON (sorted keys)."""
     text = json.dumps(dump, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-# --- JSON safety ---------------------------------------------------------------------------
-
-
-def _walk_problem(value: Any, path: str, depth: int) -> tuple[str, str] | None:
-    """Slow, exact search for the first value PostgreSQL could not store."""
-    if depth > 200:
-        return path, "is nested too deeply"
-    if isinstance(value, str):
-        if "\x00" in value:
-            return path, "contains a NUL character (\\u0000), which cannot be stored"
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return path, "contains an unpaired surrogate, which is not valid Unicode"
-        return None
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return path, "must be a finite number (NaN and Infinity are not JSON)"
-        return None
-    if value is None or isinstance(value, bool | int):
-        return None
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            sub = f"{path}.{key}" if path else str(key)
-            if not isinstance(key, str):
-                return sub, "object keys must be strings"
-            found = _walk_problem(key, sub, depth + 1) or _walk_problem(item, sub, depth + 1)
-            if found:
-                return found
-        return None
-    if isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            found = _walk_problem(item, f"{path}[{i}]", depth + 1)
-            if found:
-                return found
-        return None
-    return path, f"is not a JSON value ({type(value).__name__})"
-
-
-# True while the caller has already checked the whole payload for everything json_problem
-# looks for: the ingest API parses strictly (no NaN/Infinity, no raw control characters, UTF-8
-# only) and runs redteam.jsonguard (NUL, lone surrogates, depth) over the body first, so each
-# item need not be serialised once more here.
-payload_prechecked: ContextVar[bool] = ContextVar("payload_prechecked", default=False)
-
-
-def json_problem(value: Any) -> tuple[str, str] | None:
-    """(field path, message) of the first string/number PostgreSQL cannot store, else None."""
-    if payload_prechecked.get():
-        return None
-    # Fast path: one C-level serialization; only a suspicious item pays for the exact walk.
-    try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-        text.encode("utf-8")
-    except (ValueError, TypeError, UnicodeEncodeError, RecursionError):
-        return _walk_problem(value, "", 0) or ("", "is not valid JSON")
-    if "\\u0000" in text:
-        return _walk_problem(value, "", 0)
-    return None
 
 
 # --- a small field reader ------------------------------------------------------------------
@@ -342,7 +278,12 @@ def _parse_timestamp(value: Any, reader: _Reader, key: str) -> datetime | None:
             "(PyRIT rejects naive timestamps).",
         )
         return None
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        # e.g. 0001-01-01T00:00:00+05:00: a valid datetime whose UTC instant is not.
+        reader.error(key, f"{value[:80]!r} is out of range once converted to UTC.")
+        return None
 
 
 def _sha256_field(reader: _Reader, key: str) -> Any:

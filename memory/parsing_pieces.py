@@ -23,7 +23,6 @@ from memory.parsing import (
     _Reader,
     _sha256_field,
     _type_name,
-    json_problem,
     parse_identifier,
     raw_id,
 )
@@ -111,10 +110,6 @@ def parse_piece(item: Any, index: int, *, prefix: str = "") -> ParsedPiece:
     shape = piece_shape(item)
     legacy = shape == "0.13"
     piece = ParsedPiece(index=index, shape=shape, errors=errors, raw_id=raw_id(item, "id"))
-    problem = json_problem(item)
-    if problem:
-        errors.append(FieldError(f"{prefix}{problem[0]}".rstrip("."), problem[1]))
-        return piece
     r = _Reader(item, prefix, errors)
     allowed = frozenset(PIECE_KEYS_013 if legacy else PIECE_KEYS_1X) | EXTENSION_KEYS
     r.unknown_keys(allowed, "0.13 MessagePiece" if legacy else "MessagePiece")
@@ -251,10 +246,6 @@ def parse_score(
         return ParsedScore(index=index, shape="1.x", errors=errors)
     shape = force_shape or score_shape(item)
     score = ParsedScore(index=index, shape=shape, errors=errors, raw_id=raw_id(item, "id"))
-    problem = json_problem(item)
-    if problem:
-        errors.append(FieldError(f"{prefix}{problem[0]}".rstrip("."), problem[1]))
-        return score
     r = _Reader(item, prefix, errors)
     keys = {"1.x": SCORE_KEYS_1X, "entry": SCORE_KEYS_ENTRY, "0.13": SCORE_KEYS_013}[shape]
     allowed = (

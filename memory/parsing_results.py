@@ -20,7 +20,6 @@ from memory.parsing import (
     _id_string,
     _pyrit_version,
     _Reader,
-    json_problem,
     parse_identifier,
     raw_id,
 )
@@ -97,10 +96,6 @@ def parse_conversation(item: Any, index: int) -> ParsedConversation:
     conv = ParsedConversation(index=index, errors=errors, raw_id=raw_id(item, "conversation_id"))
     if not isinstance(item, Mapping):
         errors.append(FieldError(None, "Each conversation must be an object."))
-        return conv
-    problem = json_problem(item)
-    if problem:
-        errors.append(FieldError(problem[0] or None, problem[1]))
         return conv
     r = _Reader(item, "", errors)
     r.unknown_keys(frozenset(CONVERSATION_KEYS) | EXTENSION_KEYS, "Conversation")
@@ -268,10 +263,6 @@ def parse_attack_result(item: Any, index: int) -> ParsedAttackResult:
     result = ParsedAttackResult(
         index=index, shape=shape, errors=errors, raw_id=raw_id(item, "attack_result_id")
     )
-    problem = json_problem(item)
-    if problem:
-        errors.append(FieldError(problem[0] or None, problem[1]))
-        return result
     r = _Reader(item, "", errors)
     keys = (
         frozenset(ATTACK_RESULT_KEYS_013) | ATTACK_RESULT_EXTRA_013

@@ -42,12 +42,7 @@ from django.db import transaction
 from memory.bulk import store_identifier_uses
 from memory.models import ComponentIdentifier, PieceConverter
 from memory.parsing import ParsedIdentifier, parse_identifier
-from memory.services import (
-    store_attack_results,
-    store_conversations,
-    store_message_pieces,
-    store_scenario_results,
-)
+from redteam.ingest import store_items
 from redteam.outcomes import FieldError, ItemOutcome
 
 __all__ = [
@@ -192,7 +187,10 @@ def _timestamp(value: Any, line: str) -> Any:
         return value
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    parsed = parsed.astimezone(UTC)
+    try:
+        parsed = parsed.astimezone(UTC)
+    except OverflowError:
+        return value  # out of range in UTC: the parser names it, as for a pushed item
     if line == "1.x":
         return parsed.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return parsed.isoformat()
@@ -565,9 +563,7 @@ def _scenario_attack_results(
 
 
 def _store_seed_rows(rows: Sequence[sqlite3.Row]) -> list[ItemOutcome]:
-    from seeds.services import store_seeds  # seeds may be absent from a slim install
-
-    return store_seeds([seed_from_row(r) for r in rows])
+    return store_items("seeds", [seed_from_row(r) for r in rows])
 
 
 def iter_import(
@@ -617,7 +613,7 @@ def _import_tables(
             "Conversations",
             report,
             chunk_size,
-            lambda rows: store_conversations([conversation_from_row(r) for r in rows]),
+            lambda rows: store_items("conversations", [conversation_from_row(r) for r in rows]),
         )
     # Ordered so a message's pieces usually share a chunk (they may also span two).
     yield from _run_table(
@@ -625,10 +621,9 @@ def _import_tables(
         "PromptMemoryEntries",
         report,
         chunk_size,
-        lambda rows: store_message_pieces([piece_from_row(r, line) for r in rows]),
+        lambda rows: store_items("message_pieces", [piece_from_row(r, line) for r in rows]),
         order="conversation_id, sequence, rowid",
     )
-    from scoring.services import store_scores  # scoring depends on memory, not the reverse
 
     def loose(rows: list[sqlite3.Row]) -> dict[str, sqlite3.Row]:
         if "ScorableContentEntries" not in tables:
@@ -641,7 +636,7 @@ def _import_tables(
         "ScoreEntries",
         report,
         chunk_size,
-        lambda rows: store_scores([score_from_row(r, line, loose(rows)) for r in rows]),
+        lambda rows: store_items("scores", [score_from_row(r, line, loose(rows)) for r in rows]),
     )
 
     if "ScorableContentEntries" in tables:
@@ -658,15 +653,18 @@ def _import_tables(
         scores = _by_ids(
             conn, "ScoreEntries", [r["last_score_id"] for r in rows if r["last_score_id"]]
         )
-        return store_attack_results([attack_result_from_row(r, line, pieces, scores) for r in rows])
+        return store_items(
+            "attack_results", [attack_result_from_row(r, line, pieces, scores) for r in rows]
+        )
 
     yield from _run_table(conn, "AttackResultEntries", report, chunk_size, results)
     if "ScenarioResultEntries" in tables:
 
         def scenarios(rows: list[sqlite3.Row]) -> list[ItemOutcome]:
             attached = _scenario_attack_results(conn, line, [str(r["id"]) for r in rows])
-            return store_scenario_results(
-                [scenario_result_from_row(r, line, attached.get(str(r["id"]), {})) for r in rows]
+            return store_items(
+                "scenario_results",
+                [scenario_result_from_row(r, line, attached.get(str(r["id"]), {})) for r in rows],
             )
 
         yield from _run_table(conn, "ScenarioResultEntries", report, chunk_size, scenarios)

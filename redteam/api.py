@@ -9,7 +9,6 @@ GET  /api/v1/media/<sha256>/  download stored bytes
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any
 
 from django.conf import settings
@@ -27,10 +26,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.parsing import payload_prechecked
 from redteam.api_auth import HasIngestScope, HasReadScope
 from redteam.ingest import INGEST_KINDS, PayloadError, count_items, ingest_batch, validate_payload
-from redteam.jsonguard import JsonLimitError, check_json_limits
+from redteam.jsonguard import parse_json
 from redteam.media import INLINE_CONTENT_TYPES, SHA256_RE
 from redteam.models import MediaBlob
 
@@ -75,15 +73,6 @@ def read_body_capped(request: Request, limit: int) -> bytes:
     if len(data) > limit:
         raise BodyTooLarge
     return data
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def parse_json(data: bytes) -> Any:
-    """Strict JSON: UTF-8, no NaN/Infinity, bounded nesting (RecursionError becomes 400)."""
-    return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
 
 
 _INGEST_REQUEST = inline_serializer(
@@ -189,12 +178,15 @@ class IngestView(APIView):
             "`conflict`; nothing is overwritten.\n"
             "* `?atomic=1`: store all or nothing. If any item is rejected, nothing is stored "
             "(`stored` = 0, `rolled_back` = true, valid items have status `rolled_back`).\n"
+            "* Values are read as Python's json reads them: NUL characters, `NaN`, `Infinity` "
+            "and `-Infinity` are stored and returned exactly.\n"
+            "* A problem with one item's content (a string longer than "
+            "`REDTEAM_MAX_STRING_CHARS`, nesting deeper than `REDTEAM_MAX_JSON_DEPTH` inside "
+            "the item, an unpaired surrogate, a timestamp out of range, a bad value or "
+            "reference) rejects that item alone (207), naming its field.\n"
             "* **400**: malformed JSON or wrong top-level types (nothing stored).\n"
-            "* **413**: body over `REDTEAM_MAX_BODY_BYTES` (default 64 MiB), more than "
-            "`REDTEAM_MAX_ITEMS` items (default 20,000) in total, or a string longer than "
-            "`REDTEAM_MAX_STRING_CHARS` (default 2 Mi characters); `path` names it.\n"
-            "* **400** also: JSON nested deeper than `REDTEAM_MAX_JSON_DEPTH` (64), or a string "
-            "holding NUL (\\u0000) or an unpaired surrogate; `path` names the value.\n\n"
+            "* **413**: body over `REDTEAM_MAX_BODY_BYTES` (default 64 MiB) or more than "
+            "`REDTEAM_MAX_ITEMS` items (default 20,000) in total.\n\n"
             "Needs an API key with the `ingest` scope (or a staff session)."
         ),
         request=_INGEST_REQUEST,
@@ -237,20 +229,10 @@ class IngestView(APIView):
             payload = parse_json(body)
         except UnicodeDecodeError:
             return _problem("The body is not UTF-8.", status.HTTP_400_BAD_REQUEST)
-        except (ValueError, RecursionError) as exc:
+        except RecursionError:
+            return _problem("Malformed JSON: nested too deeply.", status.HTTP_400_BAD_REQUEST)
+        except ValueError as exc:
             return _problem(f"Malformed JSON: {exc}", status.HTTP_400_BAD_REQUEST)
-        try:
-            # Nesting, string size, NUL and lone surrogates: refused here, with the value's
-            # path, before any service (or JSONField, or template) walks the data.
-            check_json_limits(
-                payload,
-                body=body,
-                max_chars=settings.REDTEAM_MAX_STRING_CHARS,
-                max_depth=settings.REDTEAM_MAX_JSON_DEPTH,
-            )
-        except JsonLimitError as exc:
-            code = 413 if exc.too_large else status.HTTP_400_BAD_REQUEST
-            return _problem(str(exc), code, path=exc.path)
         try:
             lists = validate_payload(payload)
         except PayloadError as exc:
@@ -264,13 +246,9 @@ class IngestView(APIView):
                 status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
                 limit_items=max_items,
             )
-        # Strict parsing and check_json_limits above have already ruled out everything the
-        # services' per-item JSON safety check looks for; tell them so it is not redone.
-        token = payload_prechecked.set(True)
-        try:
-            report = ingest_batch(lists, atomic=atomic, user=request.user)
-        finally:
-            payload_prechecked.reset(token)
+        # Each item's content (size, nesting, surrogates, values) is checked per item from
+        # here on: a problem rejects that item alone (207), never the batch.
+        report = ingest_batch(lists, atomic=atomic, user=request.user)
         return Response(report.as_dict(), status=report.status_code)
 
 

@@ -1,10 +1,12 @@
 """Batch ingestion: route each list of a payload to its service, in dependency order.
 
 The services (memory, scoring, seeds) validate and store their own kind and return one
-ItemOutcome per item. This module only checks the payload's top-level shape, hands each list
-to its service inside ONE transaction (so a crash anywhere leaves nothing half-written), and
-folds the outcomes into the API's answer. With `atomic=True` the transaction is rolled back
-as soon as any item is rejected, so a batch is stored whole or not at all.
+ItemOutcome per item. This module checks the payload's top-level shape, runs the per-item JSON
+guard (redteam.jsonguard) on every item, as `import_pyrit_memory` does through the same
+`store_items`, hands each list to its service inside ONE transaction (so a crash anywhere
+leaves nothing half-written), and folds the outcomes into the API's answer. With
+`atomic=True` the transaction is rolled back as soon as any item is rejected, so a batch is
+stored whole or not at all.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils.module_loading import import_string
 
+from redteam.jsonguard import item_problem, quoted
 from redteam.outcomes import FieldError, ItemOutcome
 
 logger = logging.getLogger(__name__)
@@ -84,7 +88,7 @@ def _item_id(item: Mapping[str, Any], kind: str) -> str | None:
     if kind == "conversations":
         key = "conversation_id"
     value = item.get(key)
-    return value if isinstance(value, str) else None
+    return quoted(value) if isinstance(value, str) else None
 
 
 @dataclass
@@ -150,25 +154,32 @@ class _RollBack(Exception):
 _batch_user: ContextVar[Any] = ContextVar("redteam_ingest_user", default=None)
 
 
-def _run_service(kind: str, items: list[Any]) -> list[ItemOutcome]:
-    """Hand the object items to the kind's service; reject non-objects here, keep indexes."""
+def _rejected(kind: str, index: int, item_id: str | None, error: FieldError) -> ItemOutcome:
+    return ItemOutcome(kind=kind, index=index, id=item_id, status="rejected", errors=[error])
+
+
+def store_items(kind: str, items: list[Any]) -> list[ItemOutcome]:
+    """Guard each item (redteam.jsonguard), hand the sound objects to the kind's service, and
+    answer one outcome per item at its index. The one path of the API and the importer."""
+    if kind not in INGEST_SERVICES:
+        raise ValueError(f"Unknown ingest kind {kind!r}.")
+    max_chars: int = settings.REDTEAM_MAX_STRING_CHARS
+    max_depth: int = settings.REDTEAM_MAX_JSON_DEPTH
     outcomes: list[ItemOutcome | None] = [None] * len(items)
     objects: list[Mapping[str, Any]] = []
     positions: list[int] = []
     for index, item in enumerate(items):
-        if isinstance(item, dict):
-            objects.append(item)
-            positions.append(index)
-        else:
-            outcomes[index] = ItemOutcome(
-                kind=kind,
-                index=index,
-                id=None,
-                status="rejected",
-                errors=[
-                    FieldError(None, f"Each item must be a JSON object; got {type(item).__name__}.")
-                ],
-            )
+        if not isinstance(item, dict):
+            message = f"Each item must be a JSON object; got {type(item).__name__}."
+            outcomes[index] = _rejected(kind, index, None, FieldError(None, message))
+            continue
+        problem = item_problem(item, max_chars=max_chars, max_depth=max_depth)
+        if problem is not None:
+            error = FieldError(problem.path or None, str(problem))
+            outcomes[index] = _rejected(kind, index, _item_id(item, kind), error)
+            continue
+        objects.append(item)
+        positions.append(index)
     if objects:
         store: StoreFn = import_string(INGEST_SERVICES[kind])
         # Services that keep a history trail (seeds) take the author: the API key's user.
@@ -201,7 +212,7 @@ def ingest_batch(payload: Any, *, atomic: bool = False, user: Any = None) -> Ing
         with transaction.atomic():
             for kind in INGEST_KINDS:
                 if lists.get(kind):
-                    outcomes.extend(_run_service(kind, lists[kind]))
+                    outcomes.extend(store_items(kind, lists[kind]))
             if atomic and any(o.status == "rejected" for o in outcomes):
                 raise _RollBack
     except _RollBack:

@@ -1,70 +1,82 @@
-"""Limits on the shape of a parsed JSON body, checked before any of it reaches a service.
+"""The one guard on ingested JSON: parsing a body, and the limits each item must keep.
 
-Everything ingested is hostile. json.loads alone accepts input that breaks things later:
-nesting deep enough to exhaust Python's recursion in whatever walks it next (serializers,
-JSONField, templates), strings PostgreSQL cannot store (NUL) or Python cannot encode (unpaired
-surrogates), and single strings so large they only serve to exhaust memory downstream. One
-iterative pass finds the first such value and names its path. No Django import.
+Everything ingested is hostile, and every edge (the ingest API, `import_pyrit_memory`) calls
+these two functions, so a value refused by one is refused by the other:
+
+* ``parse_json`` reads a body as Python's json does, which is how PyRIT writes its memory:
+  ``NaN``, ``Infinity`` and ``-Infinity`` are accepted, and a float literal beyond the double
+  range (``1e400``) reads as infinity. Only a body that is not UTF-8 JSON is refused whole.
+* ``item_problem`` names the first value of ONE item that cannot be stored: nesting deep
+  enough to exhaust recursion in whatever walks it next, a string (or key) longer than the
+  configured limit, or an unpaired UTF-16 surrogate (not Unicode; PyRIT's own memory cannot
+  store one either). The caller rejects that item alone; the rest of its batch goes on.
+
+NUL characters and non-finite floats are not problems: redteam/storedtext.py stores them.
+No Django import.
 """
 
 from __future__ import annotations
 
-import re
+import json
 from dataclasses import dataclass
 from typing import Any
 
 # PyRIT's own shapes nest about a dozen levels (identifier trees with children); 64 leaves
 # room for metadata while staying far below Python's recursion limit.
 DEFAULT_MAX_DEPTH = 64
-# In valid JSON text, NUL and surrogates can only arrive as \u escapes (raw control characters
-# are rejected by json.loads, raw surrogates by UTF-8 decoding), so the per-string character
-# checks run only when the body holds such an escape (a C-level scan of the bytes).
-_SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
 
 
 @dataclass(frozen=True)
-class JsonLimitError(ValueError):
-    """A value breaks a limit; `path` is where (e.g. message_pieces[3].original_value)."""
+class JsonProblem:
+    """Why one item cannot be stored; `path` is where inside it (e.g. prompt_metadata.k)."""
 
     path: str
     message: str
-    too_large: bool = False  # a size limit (413) rather than a malformed value (400)
 
     def __str__(self) -> str:
-        return f"{self.path or 'The body'} {self.message}"
+        return f"{self.path or 'The item'} {self.message}"
+
+
+def parse_json(data: bytes) -> Any:
+    """A JSON body as Python reads it (NaN/Infinity accepted); UnicodeDecodeError or
+    ValueError (RecursionError for absurd nesting) when it is not UTF-8 JSON."""
+    return json.loads(data.decode("utf-8"))
+
+
+# Longest key quoted in a path: the path goes back in the answer, the key may be huge.
+_MAX_PATH_KEY = 100
 
 
 def _child_path(path: str, key: object) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"
-    return f"{path}.{key}" if path else str(key)
+    # A key may itself be the problem: quote it so the answer stays valid, bounded UTF-8.
+    text = quoted(str(key), _MAX_PATH_KEY)
+    return f"{path}.{text}" if path else text
 
 
-def _string_problem(value: str, max_chars: int, check_chars: bool) -> JsonLimitError | None:
-    """The problem with one string, or None (path filled in by the caller)."""
+def _string_problem(value: str, max_chars: int) -> str | None:
+    """The problem with one string, or None."""
     if len(value) > max_chars:
-        return JsonLimitError(
-            "",
+        return (
             f"is a string of {len(value)} characters; the limit is {max_chars} "
-            "(REDTEAM_MAX_STRING_CHARS)",
-            too_large=True,
+            "(REDTEAM_MAX_STRING_CHARS)"
         )
-    if not check_chars:
-        return None
-    if "\x00" in value:
-        return JsonLimitError("", "contains a NUL character (\\u0000), which cannot be stored")
     if not value.isascii():
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
-            return JsonLimitError(
-                "", "contains an unpaired UTF-16 surrogate, which is not valid Unicode"
-            )
+            return "contains an unpaired UTF-16 surrogate, which is not valid Unicode"
     return None
 
 
+def quoted(value: str, limit: int = 255) -> str:
+    """A bounded, always-encodable form of an item's string (its id in an error answer)."""
+    return value[:limit].encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 # A walk entry: (container, parent entry, key in parent, depth). Paths are built only when
-# something is wrong, by following the parents, so a large valid batch costs little.
+# something is wrong, by following the parents, so a large valid item costs little.
 _Entry = tuple[Any, Any, object, int]
 
 
@@ -79,48 +91,36 @@ def _path(entry: _Entry | None) -> str:
     return path
 
 
-def check_json_limits(
-    value: Any, *, body: bytes, max_chars: int, max_depth: int = DEFAULT_MAX_DEPTH
-) -> None:
-    """Raise JsonLimitError for the first value (parsed from `body`) nested deeper than
-    max_depth, or string or key longer than max_chars or holding NUL or a lone surrogate."""
-    check_chars = _SUSPECT_ESCAPE.search(body) is not None
-    # A string of n characters takes at least n bytes of JSON text.
-    check_len = len(body) > max_chars
-    check_strings = check_chars or check_len
-    if isinstance(value, str):
-        problem = _string_problem(value, max_chars, check_chars)
-        if problem:
-            raise problem
-        return
-    if not isinstance(value, dict | list):
-        return
-    stack: list[_Entry] = [(value, None, None, 1)]
+def item_problem(
+    item: Any, *, max_chars: int, max_depth: int = DEFAULT_MAX_DEPTH
+) -> JsonProblem | None:
+    """The first value of `item` (a parsed JSON value) nested deeper than max_depth, or a
+    string or key longer than max_chars or holding a lone surrogate; None when it is fine."""
+    if isinstance(item, str):
+        message = _string_problem(item, max_chars)
+        return JsonProblem("", message) if message else None
+    if not isinstance(item, dict | list):
+        return None
+    stack: list[_Entry] = [(item, None, None, 1)]
     while stack:
         entry = stack.pop()
         container, _, _, depth = entry
         if depth > max_depth:
-            raise JsonLimitError(_path(entry), f"is nested more than {max_depth} levels deep")
+            return JsonProblem(_path(entry), f"is nested more than {max_depth} levels deep")
         is_dict = type(container) is dict
         pairs: Any = container.items() if is_dict else enumerate(container)
         key: Any
-        for key, item in pairs:
-            kind = type(item)
-            if check_strings:
-                # Inline length test: a function call per string would double the cost.
-                if is_dict and ((check_len and len(key) > max_chars) or check_chars):
-                    problem = _string_problem(key, max_chars, check_chars)
-                    if problem:
-                        raise JsonLimitError(
-                            _child_path(_path(entry), key),
-                            "(a key) " + problem.message,
-                            problem.too_large,
-                        )
-                if kind is str and ((check_len and len(item) > max_chars) or check_chars):
-                    problem = _string_problem(item, max_chars, check_chars)
-                    if problem:
-                        raise JsonLimitError(
-                            _child_path(_path(entry), key), problem.message, problem.too_large
-                        )
+        for key, value in pairs:
+            kind = type(value)
+            # Inline tests: a function call per string would double the cost of a clean item.
+            if is_dict and (len(key) > max_chars or not key.isascii()):
+                message = _string_problem(key, max_chars)
+                if message:
+                    return JsonProblem(_child_path(_path(entry), key), "(a key) " + message)
+            if kind is str and (len(value) > max_chars or not value.isascii()):
+                message = _string_problem(value, max_chars)
+                if message:
+                    return JsonProblem(_child_path(_path(entry), key), message)
             if kind is dict or kind is list:
-                stack.append((item, entry, key, depth + 1))
+                stack.append((value, entry, key, depth + 1))
+    return None

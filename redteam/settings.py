@@ -199,8 +199,10 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 REDTEAM_MAX_BODY_BYTES: int = env.int("REDTEAM_MAX_BODY_BYTES", default=64 * 1024 * 1024)
 REDTEAM_MAX_ITEMS: int = env.int("REDTEAM_MAX_ITEMS", default=20_000)
 REDTEAM_MAX_MEDIA_BYTES: int = env.int("REDTEAM_MAX_MEDIA_BYTES", default=256 * 1024 * 1024)
-# Per value: longest string (413 above) and deepest nesting (400 above) in an ingest body.
-REDTEAM_MAX_STRING_CHARS: int = env.int("REDTEAM_MAX_STRING_CHARS", default=2 * 1024 * 1024)
+# Per item: longest string and deepest nesting inside one ingested item. A longer or deeper
+# item is rejected alone (207), never its batch, on push and import alike. PyRIT stores any
+# length: the default admits any real response, and the body limit caps one request.
+REDTEAM_MAX_STRING_CHARS: int = env.int("REDTEAM_MAX_STRING_CHARS", default=16 * 1024 * 1024)
 REDTEAM_MAX_JSON_DEPTH: int = env.int("REDTEAM_MAX_JSON_DEPTH", default=64)
 
 REST_FRAMEWORK = {
@@ -214,7 +216,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["redteam.api_auth.HasReadScope"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # Non-finite floats go out as NaN/Infinity tokens, as PyRIT's own json.dumps writes them.
+    "DEFAULT_RENDERER_CLASSES": ["redteam.renderers.PyritJSONRenderer"],
 }
 
 SPECTACULAR_SETTINGS = {

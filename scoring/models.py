@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import models
 
 from redteam.choices import DATA_TYPE_CHOICES, SCORE_STATUS_CHOICES, SCORE_TYPE_CHOICES
+from redteam.fields import ExactCharField, ExactJSONField, ExactTextField
 from redteam.pyrit_enums import PROMPT_DATA_TYPES, SCORE_STATUSES, SCORE_TYPES
 
 
@@ -32,10 +33,10 @@ class ScorableContent(models.Model):
     """
 
     id = models.UUIDField(primary_key=True)
-    value = models.TextField()
+    value = ExactTextField()
     # sha256 as PyRIT records it (of the bytes for media); computed for text when not sent.
-    value_sha256 = models.CharField(max_length=64, null=True, blank=True, db_index=True)
-    data_type = models.CharField(max_length=32, choices=DATA_TYPE_CHOICES)
+    value_sha256 = ExactCharField(max_length=64, null=True, blank=True, db_index=True)
+    data_type = ExactCharField(max_length=32, choices=DATA_TYPE_CHOICES)
     first_seen_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -55,13 +56,13 @@ class Score(models.Model):
     """One PyRIT Score (1.1 fields plus the 0.13 `task` column)."""
 
     id = models.UUIDField(primary_key=True)
-    score_value = models.TextField(null=True, blank=True)
-    status = models.CharField(max_length=16, choices=SCORE_STATUS_CHOICES, default="complete")
-    score_value_description = models.TextField(null=True, blank=True)
-    score_type = models.CharField(max_length=16, choices=SCORE_TYPE_CHOICES)
-    score_category = models.JSONField(null=True, blank=True)
-    score_rationale = models.TextField(null=True, blank=True)
-    score_metadata = models.JSONField(default=dict, blank=True)
+    score_value = ExactTextField(null=True, blank=True)
+    status = ExactCharField(max_length=16, choices=SCORE_STATUS_CHOICES, default="complete")
+    score_value_description = ExactTextField(null=True, blank=True)
+    score_type = ExactCharField(max_length=16, choices=SCORE_TYPE_CHOICES)
+    score_category = ExactJSONField(null=True, blank=True)
+    score_rationale = ExactTextField(null=True, blank=True)
+    score_metadata = ExactJSONField(default=dict, blank=True)
     scorer_identifier = models.ForeignKey(
         "memory.ComponentIdentifier",
         null=True,
@@ -73,23 +74,23 @@ class Score(models.Model):
         "memory.IdentifierDump", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     # Denormalised for filters and lists.
-    scorer_class = models.CharField(max_length=255, blank=True, default="", db_index=True)
+    scorer_class = ExactCharField(max_length=255, blank=True, default="", db_index=True)
     # Joins MessagePiece.original_prompt_id (PyRIT's prompt_request_response_id), so
     # duplicated pieces share their original's scores. Plain UUID: scores may arrive first.
     message_piece_id = models.UUIDField(null=True, blank=True, db_index=True)
-    scorable = models.JSONField(null=True, blank=True)
+    scorable = ExactJSONField(null=True, blank=True)
     scorable_content_id = models.UUIDField(null=True, blank=True)
     # The scored loose text, derived from the scorable (see ScorableContent).
     loose_content = models.ForeignKey(
         ScorableContent, null=True, blank=True, on_delete=models.PROTECT, related_name="scores"
     )
     timestamp = models.DateTimeField()
-    objective = models.TextField(null=True, blank=True)
-    task = models.TextField(null=True, blank=True)
-    pyrit_version = models.CharField(max_length=32, null=True, blank=True)
-    source_shape = models.CharField(max_length=8, default="1.x")
+    objective = ExactTextField(null=True, blank=True)
+    task = ExactTextField(null=True, blank=True)
+    pyrit_version = ExactCharField(max_length=32, null=True, blank=True)
+    source_shape = ExactCharField(max_length=8, default="1.x")
 
-    source = models.CharField(
+    source = ExactCharField(
         max_length=16, choices=ScoreSource.choices, default=ScoreSource.AUTOMATED, db_index=True
     )
     # For human verdicts: the attack result judged and the reviewer who judged it.
@@ -147,11 +148,11 @@ class OutcomeTally(models.Model):
     """
 
     # "harm_category", "attack", "converter", "target", or "label:<key>".
-    dimension = models.CharField(max_length=120)
-    key = models.CharField(max_length=300)
+    dimension = ExactCharField(max_length=120)
+    key = ExactCharField(max_length=300)
     # What the dashboard shows for the key (e.g. "OpenAIChatTarget::1a2b3c4d" for a hash).
-    display = models.CharField(max_length=300, blank=True, default="")
-    outcome = models.CharField(max_length=16)
+    display = ExactCharField(max_length=300, blank=True, default="")
+    outcome = ExactCharField(max_length=16)
     count = models.PositiveIntegerField(default=0)
 
     class Meta:

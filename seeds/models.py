@@ -12,6 +12,7 @@ from django.db import models
 from simple_history.models import HistoricalRecords
 
 from redteam.choices import DATA_TYPE_CHOICES, ROLE_CHOICES, SEED_TYPE_CHOICES
+from redteam.fields import ExactCharField, ExactJSONField, ExactTextField
 from redteam.pyrit_enums import CHAT_MESSAGE_ROLES, PROMPT_DATA_TYPES, SEED_TYPES
 from redteam.visible import visible_text
 
@@ -19,19 +20,19 @@ from redteam.visible import visible_text
 class SeedDataset(models.Model):
     """A named PyRIT SeedDataset; its YAML-level defaults are kept for export."""
 
-    dataset_name = models.CharField(max_length=255, unique=True)
+    dataset_name = ExactCharField(max_length=255, unique=True)
     # False when the YAML gave only `name` (PyRIT loads such a file with dataset_name None and
     # its seeds carry the name); export then writes `name` alone, as the file had it.
     dataset_name_declared = models.BooleanField(default=True)
-    name = models.CharField(max_length=255, null=True, blank=True)
-    description = models.TextField(null=True, blank=True)
-    source = models.TextField(null=True, blank=True)
-    added_by = models.CharField(max_length=255, null=True, blank=True)
-    data_type = models.CharField(max_length=32, choices=DATA_TYPE_CHOICES, null=True, blank=True)
-    seed_type = models.CharField(max_length=32, choices=SEED_TYPE_CHOICES, null=True, blank=True)
-    harm_categories = models.JSONField(default=list, blank=True)
-    authors = models.JSONField(default=list, blank=True)
-    groups = models.JSONField(default=list, blank=True)
+    name = ExactCharField(max_length=255, null=True, blank=True)
+    description = ExactTextField(null=True, blank=True)
+    source = ExactTextField(null=True, blank=True)
+    added_by = ExactCharField(max_length=255, null=True, blank=True)
+    data_type = ExactCharField(max_length=32, choices=DATA_TYPE_CHOICES, null=True, blank=True)
+    seed_type = ExactCharField(max_length=32, choices=SEED_TYPE_CHOICES, null=True, blank=True)
+    harm_categories = ExactJSONField(default=list, blank=True)
+    authors = ExactJSONField(default=list, blank=True)
+    groups = ExactJSONField(default=list, blank=True)
     date_added = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -52,10 +53,10 @@ class SeedGroup(models.Model):
     dataset = models.ForeignKey(
         SeedDataset, null=True, blank=True, on_delete=models.CASCADE, related_name="seed_groups"
     )
-    alias = models.CharField(max_length=255, null=True, blank=True)
+    alias = ExactCharField(max_length=255, null=True, blank=True)
     # sha256 over the group's ordered (seed_type, sequence, role, data_type, value_sha256):
     # lets a re-import recognise an identical group and skip it.
-    content_sha256 = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    content_sha256 = ExactCharField(max_length=64, blank=True, default="", db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
     history = HistoricalRecords()
 
@@ -78,46 +79,46 @@ class Seed(models.Model):
     # PyRIT's id: sent by PyRIT, or made here (uuid4, as PyRIT does). Never typed by a curator,
     # and not editable, so admin inlines carry it as a hidden field.
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    seed_type = models.CharField(max_length=32, choices=SEED_TYPE_CHOICES, default="prompt")
-    value = models.TextField()
-    value_sha256 = models.CharField(max_length=64, null=True, blank=True, db_index=True)
-    data_type = models.CharField(max_length=32, choices=DATA_TYPE_CHOICES, default="text")
-    name = models.CharField(max_length=255, null=True, blank=True)
+    seed_type = ExactCharField(max_length=32, choices=SEED_TYPE_CHOICES, default="prompt")
+    value = ExactTextField()
+    value_sha256 = ExactCharField(max_length=64, null=True, blank=True, db_index=True)
+    data_type = ExactCharField(max_length=32, choices=DATA_TYPE_CHOICES, default="text")
+    name = ExactCharField(max_length=255, null=True, blank=True)
     dataset = models.ForeignKey(
         SeedDataset, null=True, blank=True, on_delete=models.CASCADE, related_name="seeds"
     )
     # Kept verbatim as PyRIT sent it (it may name a dataset not stored here).
-    dataset_name = models.CharField(max_length=255, null=True, blank=True, db_index=True)
-    description = models.TextField(null=True, blank=True)
-    source = models.TextField(null=True, blank=True)
-    added_by = models.CharField(max_length=255, null=True, blank=True)
+    dataset_name = ExactCharField(max_length=255, null=True, blank=True, db_index=True)
+    description = ExactTextField(null=True, blank=True)
+    source = ExactTextField(null=True, blank=True)
+    added_by = ExactCharField(max_length=255, null=True, blank=True)
     date_added = models.DateTimeField(null=True, blank=True)
-    harm_categories = models.JSONField(null=True, blank=True)
-    authors = models.JSONField(null=True, blank=True)
-    groups = models.JSONField(null=True, blank=True)
-    metadata = models.JSONField(null=True, blank=True)
+    harm_categories = ExactJSONField(null=True, blank=True)
+    authors = ExactJSONField(null=True, blank=True)
+    groups = ExactJSONField(null=True, blank=True)
+    metadata = ExactJSONField(null=True, blank=True)
     group = models.ForeignKey(
         SeedGroup, null=True, blank=True, on_delete=models.CASCADE, related_name="seeds"
     )
     # Place inside the group in PyRIT's canonical order (objective, simulated conversation,
     # prompts by sequence); keeps the order of prompts that share a sequence.
     position = models.PositiveIntegerField(default=0)
-    prompt_group_alias = models.CharField(max_length=255, null=True, blank=True)
+    prompt_group_alias = ExactCharField(max_length=255, null=True, blank=True)
     is_general_technique = models.BooleanField(default=False)
     is_jinja_template = models.BooleanField(default=False)
 
     # SeedPrompt fields.
-    role = models.CharField(max_length=32, choices=ROLE_CHOICES, null=True, blank=True)
+    role = ExactCharField(max_length=32, choices=ROLE_CHOICES, null=True, blank=True)
     sequence = models.IntegerField(null=True, blank=True)
-    parameters = models.JSONField(null=True, blank=True)
-    response_json_schema = models.JSONField(null=True, blank=True)
+    parameters = ExactJSONField(null=True, blank=True)
+    response_json_schema = ExactJSONField(null=True, blank=True)
 
     # SeedSimulatedConversation fields.
     num_turns = models.IntegerField(null=True, blank=True)
-    adversarial_chat_system_prompt_path = models.TextField(null=True, blank=True)
-    simulated_target_system_prompt_path = models.TextField(null=True, blank=True)
-    next_message_system_prompt_path = models.TextField(null=True, blank=True)
-    pyrit_version = models.CharField(max_length=32, null=True, blank=True)
+    adversarial_chat_system_prompt_path = ExactTextField(null=True, blank=True)
+    simulated_target_system_prompt_path = ExactTextField(null=True, blank=True)
+    next_message_system_prompt_path = ExactTextField(null=True, blank=True)
+    pyrit_version = ExactCharField(max_length=32, null=True, blank=True)
 
     # Media seeds: the uploaded bytes (value keeps the path as PyRIT wrote it).
     media = models.ForeignKey(

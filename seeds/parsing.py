@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from redteam.outcomes import FieldError
@@ -95,9 +95,6 @@ class _ItemParser:
         if not isinstance(value, str):
             self.error(name, "Must be a string.")
             return None
-        if "\x00" in value:
-            self.error(name, "Must not contain NUL characters.")
-            return None
         return value
 
     def string_list(self, name: str) -> list[str] | None:
@@ -178,7 +175,12 @@ class _ItemParser:
         if parsed.tzinfo is None:
             self.error(name, "Must carry a time zone (naive timestamps are ambiguous).")
             return None
-        return parsed
+        try:
+            return parsed.astimezone(UTC)
+        except OverflowError:
+            # e.g. 0001-01-01T00:00:00+05:00: a valid datetime whose UTC instant is not.
+            self.error(name, f"{value[:80]!r} is out of range once converted to UTC.")
+            return None
 
 
 def _seed_type_of(item: Mapping[str, Any]) -> str | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -86,9 +85,8 @@ def simulated_range(seed: SeedLike) -> range:
 
 
 def check_json_value(value: Any, path: str) -> str | None:
-    """A problem with a metadata-like value: NaN/inf floats and non-string keys do not store."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"{path} must be a finite number, not {value!r}"
+    """A problem with a metadata-like value: non-string keys do not store (NaN and Infinity
+    do, as PyRIT stores them: see redteam/storedtext.py)."""
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):

@@ -10,6 +10,9 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from redteam.models import ApiKey
+from tests.fixtures_common import reviewer, reviewer_client
+
+__all__ = ["reviewer", "reviewer_client"]
 
 KeyFactory = Callable[..., str]
 

@@ -32,6 +32,8 @@ ALIAS = "served"
 # The clients talk plain HTTP to 127.0.0.1, as the TLS-terminating proxy in front would.
 PROXY_HEADERS = {"X-Forwarded-Proto": "https", "Host": "127.0.0.1"}
 STARTUP_LINE = "Booting worker"
+# The served app's per-item string limit, small enough for a test body to go past it.
+STRING_LIMIT = 4 * 1024 * 1024
 
 
 def _free_port() -> int:
@@ -103,6 +105,7 @@ def _start_gunicorn(database_url: str, media_root: Path, workers: int) -> Served
         # Smaller than the 64 MiB default so the oversize-body fault test stays cheap; the
         # string limit (2 Mi characters) keeps its default.
         "REDTEAM_MAX_BODY_BYTES": str(16 * 1024 * 1024),
+        "REDTEAM_MAX_STRING_CHARS": str(STRING_LIMIT),
         "LOG_LEVEL": "WARNING",
     }
     process = subprocess.Popen(

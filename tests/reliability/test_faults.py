@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import os
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from django.db import connections
 
 from memory.models import Conversation, MessagePiece
 from scoring.models import Score
-from tests.reliability.conftest import ServedApp
+from tests.reliability.conftest import STRING_LIMIT, ServedApp
 from tests.reliability.payloads import Message, batch_body, make_corpus, make_piece, scorer_template
 
 pytestmark = [pytest.mark.reliability, pytest.mark.django_db(transaction=True)]
@@ -253,22 +254,53 @@ def _nested_body(depth: int) -> bytes:
     return piece.replace('"prompt_metadata": {}', f'"prompt_metadata": {deep}').encode()
 
 
+def _with_good_piece(body: bytes) -> bytes:
+    """The one-piece body with a good piece of another conversation after it."""
+    payload = json.loads(body)
+    payload["message_pieces"].append(json.loads(_piece_body())["message_pieces"][0])
+    return json.dumps(payload).encode()
+
+
 JSON = "application/json"
-# case -> (body, content type or None for none, expected status)
+# case -> (body, content type or None for none, expected status): refused whole, nothing read.
 HOSTILE: dict[str, tuple[Callable[[], bytes], str | None, int]] = {
-    "deeply_nested_json": (lambda: _nested_body(500), JSON, 400),
     "json_nested_past_the_parser": (lambda: b"[" * 100_000 + b"]" * 100_000, JSON, 400),
     "invalid_utf8": (lambda: b'{"message_pieces": [{"id": "\xff\xfe\xfd"}]}', JSON, 400),
-    "nul_escape_in_value": (lambda: _piece_body(original_value="a\u0000b"), JSON, 400),
     "raw_nul_byte": (lambda: b'{"message_pieces": [{"id": "a\x00b"}]}', JSON, 400),
-    "lone_surrogate": (lambda: b'{"message_pieces": [{"id": "\\ud800"}]}', JSON, 400),
-    "ten_megabyte_string": (lambda: _piece_body(original_value="x" * 10_000_000), JSON, 413),
     "truncated_json": (lambda: _piece_body()[:-7], JSON, 400),
     "not_an_object": (lambda: b'"just a string"', JSON, 400),
     "xml_content_type": (lambda: b"<batch/>", "application/xml", 415),
     "form_content_type": (lambda: b"message_pieces=1", "application/x-www-form-urlencoded", 415),
     "multipart_content_type": (lambda: b"--x--", "multipart/form-data; boundary=x", 415),
     "no_content_type": (lambda: _piece_body(), None, 415),
+}
+# case -> (body of a hostile piece then a good one, expected status, pieces stored): a
+# problem with one item's content costs that item alone, never its batch.
+PER_ITEM: dict[str, tuple[Callable[[], bytes], int, int]] = {
+    "deeply_nested_json": (lambda: _with_good_piece(_nested_body(500)), 207, 1),
+    "lone_surrogate": (lambda: _with_good_piece(_piece_body(original_value="\ud800")), 207, 1),
+    "string_over_the_limit": (
+        lambda: _with_good_piece(_piece_body(original_value="x" * (STRING_LIMIT + 1))),
+        207,
+        1,
+    ),
+    "timestamp_out_of_range": (
+        lambda: _with_good_piece(_piece_body(timestamp="0001-01-01T00:00:00+05:00")),
+        207,
+        1,
+    ),
+    "nul_escape_in_value": (
+        lambda: _with_good_piece(_piece_body(original_value="a\u0000b")),
+        200,
+        2,
+    ),
+    "non_finite_metadata": (
+        lambda: _with_good_piece(
+            _piece_body(prompt_metadata={"n": math.nan, "i": math.inf, "big": 1e308 * 10})
+        ),
+        200,
+        2,
+    ),
 }
 
 
@@ -281,6 +313,22 @@ def test_hostile_body_gets_a_clear_4xx_and_the_server_keeps_serving(
     assert status == expected, answer
     assert isinstance(answer, dict) and answer.get("detail"), answer  # a readable reason
     assert MessagePiece.objects.using(served.alias).count() == 0
+    _expect_good_batch_stored(served, key, template)
+
+
+@pytest.mark.parametrize("case", sorted(PER_ITEM))
+def test_hostile_item_costs_only_itself_and_the_server_keeps_serving(
+    served: ServedApp, key: str, template: dict[str, Any], case: str
+) -> None:
+    make_body, expected, stored = PER_ITEM[case]
+    before = MessagePiece.objects.using(served.alias).count()
+    status, answer = _post(served, key, make_body())
+    assert status == expected, answer
+    assert answer["stored"] == stored, answer
+    if expected == 207:
+        rejected = [i for i in answer["items"] if i["status"] == "rejected"]
+        assert [i["index"] for i in rejected] == [0] and rejected[0]["errors"][0]["field"]
+    assert MessagePiece.objects.using(served.alias).count() == before + stored
     _expect_good_batch_stored(served, key, template)
 
 

@@ -89,7 +89,7 @@ def test_a_repeat_inside_one_batch_is_unchanged_or_a_conflict() -> None:
         ({"sequence": 1.5}, "sequence"),
         ({"sequence": True}, "sequence"),
         ({"harm_categories": "not a list"}, "harm_categories"),
-        ({"metadata": {"x": float("nan")}}, "metadata"),
+        ({"metadata": {1: "non-string key"}}, "metadata"),
         ({"date_added": "2026-01-02T03:04:05"}, "date_added"),
         ({"value_sha256": "0" * 64}, "value_sha256"),
         ({"colour": "blue"}, "colour"),

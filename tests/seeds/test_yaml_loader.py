@@ -242,7 +242,7 @@ def test_files_pyrit_refuses_are_refused(text: str, expected: str) -> None:
         ("{value: a, sequence: true}", "seeds[0].sequence: must be an integer, not a boolean"),
         ("{value: a, harm_categories: [1, 2]}", "must be a string or a list of strings"),
         ("{value: a, metadata: [1]}", "seeds[0].metadata: must be a mapping"),
-        ("{value: a, metadata: {score: .nan}}", "seeds[0].metadata.score must be a finite"),
+        ("{value: a, metadata: {1: one}}", "seeds[0].metadata keys must be strings"),
         ("{value: a, is_general_technique: maybe}", "must be true or false"),
         ("{value: a, date_added: yesterday}", "is not an ISO 8601 date/time"),
         ("{value: '{{ broken'}", "seeds[0].value: Template syntax error on line 1"),
