@@ -42,7 +42,7 @@ from django.db import transaction
 from memory.bulk import store_identifier_uses
 from memory.models import ComponentIdentifier, PieceConverter
 from memory.parsing import ParsedIdentifier, parse_identifier
-from redteam.ingest import store_items
+from redteam.ingest import guard_error, store_items
 from redteam.outcomes import FieldError, ItemOutcome
 
 __all__ = [
@@ -476,9 +476,13 @@ def _store_identifier_rows(rows: Sequence[sqlite3.Row]) -> list[ItemOutcome]:
         ComponentIdentifier.objects.filter(hash__in=hashes).values_list("hash", flat=True)
     )
     for i, row in enumerate(rows):
-        errors: list[FieldError] = []
-        use = parse_identifier(
-            _json(row["identifier_json"]), "identifier_json", legacy=False, errors=errors
+        value = _json(row["identifier_json"])
+        guard = guard_error(value, "identifier_json")
+        errors: list[FieldError] = [guard] if guard else []
+        use = (
+            None
+            if guard
+            else parse_identifier(value, "identifier_json", legacy=False, errors=errors)
         )
         if use is not None and use.hash != row["hash"]:
             errors.append(

@@ -158,13 +158,25 @@ def _rejected(kind: str, index: int, item_id: str | None, error: FieldError) -> 
     return ItemOutcome(kind=kind, index=index, id=item_id, status="rejected", errors=[error])
 
 
+def guard_error(item: Any, field: str | None = None) -> FieldError | None:
+    """The per-item JSON guard (redteam.jsonguard) with the configured limits, as an error
+    naming the offending value (under `field` when the item is one field of a row)."""
+    problem = item_problem(
+        item,
+        max_chars=settings.REDTEAM_MAX_STRING_CHARS,
+        max_depth=settings.REDTEAM_MAX_JSON_DEPTH,
+    )
+    if problem is None:
+        return None
+    path = ".".join(p for p in (field, problem.path) if p) or None
+    return FieldError(path, str(problem))
+
+
 def store_items(kind: str, items: list[Any]) -> list[ItemOutcome]:
     """Guard each item (redteam.jsonguard), hand the sound objects to the kind's service, and
     answer one outcome per item at its index. The one path of the API and the importer."""
     if kind not in INGEST_SERVICES:
         raise ValueError(f"Unknown ingest kind {kind!r}.")
-    max_chars: int = settings.REDTEAM_MAX_STRING_CHARS
-    max_depth: int = settings.REDTEAM_MAX_JSON_DEPTH
     outcomes: list[ItemOutcome | None] = [None] * len(items)
     objects: list[Mapping[str, Any]] = []
     positions: list[int] = []
@@ -173,9 +185,8 @@ def store_items(kind: str, items: list[Any]) -> list[ItemOutcome]:
             message = f"Each item must be a JSON object; got {type(item).__name__}."
             outcomes[index] = _rejected(kind, index, None, FieldError(None, message))
             continue
-        problem = item_problem(item, max_chars=max_chars, max_depth=max_depth)
-        if problem is not None:
-            error = FieldError(problem.path or None, str(problem))
+        error = guard_error(item)
+        if error is not None:
             outcomes[index] = _rejected(kind, index, _item_id(item, kind), error)
             continue
         objects.append(item)

@@ -452,13 +452,24 @@ def test_import_rejects_the_rows_the_api_rejects(fixtures_dir: Path, tmp_path: P
             ('{"lone": "\\ud800"}', first),
         )
         conn.execute(
-            "UPDATE AttackResultEntries SET timestamp = '9999-12-31 23:59:59.999999+05:00'"
+            "UPDATE AttackResultEntries SET timestamp = '9999-12-31 23:59:59.999999-05:00'"
+        )
+        target = conn.execute("SELECT hash FROM TargetIdentifiers LIMIT 1").fetchone()[0]
+        conn.execute(
+            "UPDATE TargetIdentifiers SET identifier_json = ? WHERE hash = ?",
+            ('{"class_name": "T\\udfff", "class_module": "m"}', target),
         )
     conn.close()
     report = import_pyrit_memory(path)
     assert report.tables["ScoreEntries"].rejected == 1
     assert report.tables["ScoreEntries"].stored >= 1
-    assert any("surrogate" in e for e in report.errors)
+    assert (
+        report.tables["AttackResultEntries"].rejected == report.tables["AttackResultEntries"].read
+    )
+    assert report.tables["TargetIdentifiers"].rejected == 1
+    assert any("score_metadata.lone" in e and "surrogate" in e for e in report.errors)
+    assert any("identifier_json.class_name" in e for e in report.errors)
+    assert any("out of range once converted to UTC" in e for e in report.errors)
 
 
 # --- search, filters and pages see the real text --------------------------------------------
