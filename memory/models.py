@@ -414,9 +414,9 @@ class ScenarioResult(models.Model):
     )
     # Computed fields of the 1.x dump (the identifier's class name, version, pyrit_version);
     # 0.13 rows carry them as columns.
-    scenario_name = models.CharField(max_length=255, db_index=True)
+    scenario_name = ExactCharField(max_length=255, db_index=True)
     scenario_version = models.IntegerField(default=1)
-    scenario_description = models.TextField(null=True, blank=True)
+    scenario_description = ExactTextField(null=True, blank=True)
     objective_target_identifier = _identifier_use()
     objective_target_dump = models.ForeignKey(
         IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -425,29 +425,29 @@ class ScenarioResult(models.Model):
     objective_scorer_dump = models.ForeignKey(
         IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
-    scenario_run_state = models.CharField(
+    scenario_run_state = ExactCharField(
         max_length=16, choices=SCENARIO_RUN_STATE_CHOICES, default="CREATED", db_index=True
     )
-    labels = models.JSONField(default=dict, blank=True)
+    labels = ExactJSONField(default=dict, blank=True)
     # 1.x creation_time (PyRIT's `timestamp` column).
     creation_time = models.DateTimeField(null=True, blank=True)
     completion_time = models.DateTimeField(null=True, blank=True)
     number_tries = models.IntegerField(default=0)
-    display_group_map = models.JSONField(default=dict, blank=True)
-    error_message = models.TextField(null=True, blank=True)
-    error_type = models.CharField(max_length=255, null=True, blank=True)
-    error_attack_result_ids = models.JSONField(default=list, blank=True)
-    metadata = models.JSONField(default=dict, blank=True)
+    display_group_map = ExactJSONField(default=dict, blank=True)
+    error_message = ExactTextField(null=True, blank=True)
+    error_type = ExactCharField(max_length=255, null=True, blank=True)
+    error_attack_result_ids = ExactJSONField(default=list, blank=True)
+    metadata = ExactJSONField(default=dict, blank=True)
     # {atomic attack name: [attack_result_id, ...]} in the dump's order.
-    attack_result_ids = models.JSONField(default=dict, blank=True)
+    attack_result_ids = ExactJSONField(default=dict, blank=True)
     # 0.13 only: the init data of its ScenarioIdentifier and the attack_results_json column.
-    scenario_init_data = models.JSONField(null=True, blank=True)
-    attack_results_json = models.TextField(null=True, blank=True)
+    scenario_init_data = ExactJSONField(null=True, blank=True)
+    attack_results_json = ExactTextField(null=True, blank=True)
     # Denormalised from the objective target for filters.
-    target_hash = models.CharField(max_length=64, blank=True, default="", db_index=True)
-    target_class = models.CharField(max_length=255, blank=True, default="")
-    pyrit_version = models.CharField(max_length=32, null=True, blank=True)
-    source_shape = models.CharField(max_length=8, default="1.x")
+    target_hash = ExactCharField(max_length=64, blank=True, default="", db_index=True)
+    target_class = ExactCharField(max_length=255, blank=True, default="")
+    pyrit_version = ExactCharField(max_length=32, null=True, blank=True)
+    source_shape = ExactCharField(max_length=8, default="1.x")
     ingested_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -21,7 +21,6 @@ from memory.parsing import (
     _pyrit_version,
     _Reader,
     _type_name,
-    json_problem,
     parse_identifier,
     raw_id,
 )
@@ -224,10 +223,6 @@ def parse_scenario_result(item: Any, index: int) -> ParsedScenarioResult:
     shape = scenario_result_shape(item)
     legacy = shape == "0.13"
     scenario = ParsedScenarioResult(index=index, shape=shape, raw_id=raw_id(item, "id"))
-    problem = json_problem(item)
-    if problem:
-        scenario.errors.append(FieldError(problem[0] or None, problem[1]))
-        return scenario
     r = _Reader(item, "", scenario.errors)
     keys = SCENARIO_RESULT_KEYS_013 if legacy else SCENARIO_RESULT_KEYS_1X
     r.unknown_keys(
