@@ -16,6 +16,10 @@ create the same conversation at once serialise on its row instead of failing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from django.db.models import Q
+
 from memory.models import MessagePiece
 from memory.store_common import register_score_store
 from memory.store_pieces import store_conversations, store_message_pieces
@@ -37,13 +41,30 @@ __all__ = [
 # --- media ---------------------------------------------------------------------------------
 
 
-def link_media(blob: MediaBlob) -> int:
-    """Link every media piece whose original/converted sha256 is the blob's; two UPDATEs."""
+def link_media(
+    blob: MediaBlob,
+    *,
+    original_piece_ids: Iterable[str] = (),
+    converted_piece_ids: Iterable[str] = (),
+) -> int:
+    """Link media pieces to the blob: those whose sha256 is its sha256, and the pieces named
+    by id (on that side) that PyRIT left without a sha256 and that are not linked yet.
+
+    The one place pieces get their bytes (uploads and the memory-file import call it). A piece
+    without a sha256 cannot be matched by content, so its sender names it; an existing link
+    is never replaced. Two UPDATEs.
+    """
     media = list(MEDIA_PATH_DATA_TYPES)
-    originals = MessagePiece.objects.filter(
-        original_value_sha256=blob.sha256, original_value_data_type__in=media
-    ).update(original_media=blob)
-    converted = MessagePiece.objects.filter(
-        converted_value_sha256=blob.sha256, converted_value_data_type__in=media
-    ).update(converted_media=blob)
-    return int(originals) + int(converted)
+    by_id = {"original": list(original_piece_ids), "converted": list(converted_piece_ids)}
+    linked = 0
+    for side in ("original", "converted"):
+        match = Q(**{f"{side}_value_sha256": blob.sha256})
+        if by_id[side]:
+            named = Q(id__in=by_id[side], **{f"{side}_media__isnull": True})
+            match |= named & (
+                Q(**{f"{side}_value_sha256__isnull": True}) | Q(**{f"{side}_value_sha256": ""})
+            )
+        linked += MessagePiece.objects.filter(
+            match, **{f"{side}_value_data_type__in": media}
+        ).update(**{f"{side}_media": blob})
+    return linked

@@ -9,6 +9,8 @@ GET  /api/v1/media/<sha256>/  download stored bytes
 from __future__ import annotations
 
 import hashlib
+import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -252,7 +254,9 @@ class IngestView(APIView):
         return Response(report.as_dict(), status=report.status_code)
 
 
-def _store_media(data: bytes, *, filename: str, user: Any) -> MediaBlob:
+def _store_media(
+    data: bytes, *, filename: str, user: Any, piece_ids: Mapping[str, list[str]]
+) -> MediaBlob:
     # Imported here: redteam.media (h2) and memory.services are app-level code this
     # project-level view composes; resolving late keeps `manage.py check` import order simple.
     from memory.services import link_media as link_pieces
@@ -260,9 +264,29 @@ def _store_media(data: bytes, *, filename: str, user: Any) -> MediaBlob:
     from seeds.services import link_media as link_seeds
 
     blob = store_media_bytes(data, filename=filename, user=user)
-    link_pieces(blob)
+    link_pieces(
+        blob,
+        original_piece_ids=piece_ids["original"],
+        converted_piece_ids=piece_ids["converted"],
+    )
     link_seeds(blob)
     return blob
+
+
+def _piece_ids(request: Request) -> dict[str, list[str]]:
+    """The `original_piece_id` / `converted_piece_id` form fields, checked as UUIDs."""
+    out: dict[str, list[str]] = {}
+    for side in ("original", "converted"):
+        values = (
+            request.data.getlist(f"{side}_piece_id") if hasattr(request.data, "getlist") else []
+        )
+        if len(values) > MAX_MISSING_QUERY:
+            raise ValueError(f"At most {MAX_MISSING_QUERY} {side}_piece_id values per upload.")
+        try:
+            out[side] = [str(uuid.UUID(str(v))) for v in values]
+        except ValueError:
+            raise ValueError(f"Every {side}_piece_id must be a UUID.") from None
+    return out
 
 
 def _blob_dict(blob: MediaBlob) -> dict[str, Any]:
@@ -299,7 +323,16 @@ class MediaUploadView(APIView):
         request={
             "multipart/form-data": inline_serializer(
                 "MediaUpload",
-                {"file": serializers.FileField(), "sha256": serializers.CharField(required=False)},
+                {
+                    "file": serializers.FileField(),
+                    "sha256": serializers.CharField(required=False),
+                    "original_piece_id": serializers.ListField(
+                        child=serializers.UUIDField(), required=False
+                    ),
+                    "converted_piece_id": serializers.ListField(
+                        child=serializers.UUIDField(), required=False
+                    ),
+                },
             )
         },
         responses={200: _MEDIA_RESPONSE, 201: _MEDIA_RESPONSE, 400: _DETAIL, 413: _DETAIL},
@@ -335,8 +368,14 @@ class MediaUploadView(APIView):
             return _problem(
                 f"The sha256 sent ({claimed[:64]}) does not match the bytes ({digest}).", 400
             )
+        try:
+            piece_ids = _piece_ids(request)
+        except ValueError as exc:
+            return _problem(str(exc), status.HTTP_400_BAD_REQUEST)
         existed = MediaBlob.objects.filter(sha256=digest).exists()
-        blob = _store_media(data, filename=upload.name or "", user=request.user)
+        blob = _store_media(
+            data, filename=upload.name or "", user=request.user, piece_ids=piece_ids
+        )
         body = {**_blob_dict(blob), "created": not existed}
         return Response(body, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
 

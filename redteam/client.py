@@ -2,23 +2,36 @@
 
     from redteam.client import RedteamClient
 
-    client = RedteamClient("https://redteam.example", api_key="abcd1234.secret")
-    client.push(pieces=memory.get_message_pieces(), scores=memory.get_scores(...),
-                attack_results=memory.get_attack_results(), conversations=[...], seeds=[...])
+    with RedteamClient("https://redteam.example", api_key="abcd1234.secret") as client:
+        client.push_memory(memory, labels={"operation": "op_2026_11"})  # a whole run
+        client.push_memory("dbdata/pyrit.db")                         # a memory file
+        client.push(pieces=[...], scores=[...], attack_results=[...])   # chosen rows
+
+    python -m redteam.client push dbdata/pyrit.db --url https://redteam.example
+    (the key from REDTEAM_API_KEY)
 
 Accepts PyRIT objects (1.x pydantic models: ``model_dump(mode="json")``; 0.13 objects:
 ``to_dict()``; dataclasses) or plain dicts. Items are sent in batches in dependency order
-(conversations, pieces, scores, attack results, seeds), never splitting a message across two
-batches. Ingestion is idempotent, so a batch that failed on a network error or a 5xx is
-simply sent again. Media pieces (image/audio/video/binary paths) whose files exist locally are
-uploaded first, once per distinct content. Rejected items raise RedteamPushError, after every
-other item has been sent.
+(conversations, pieces, scores, attack results, scenario results, seeds), never splitting a
+message across two batches. Ingestion is idempotent, so a batch that failed on a network error
+or a 5xx is simply sent again. A batch the server refuses as a whole (413: too large; 400: a
+value it cannot take) is halved down to the single item (or message), which is then reported.
+NaN and +/-Infinity are sent as JSON's NaN/Infinity tokens (as PyRIT's own json.dumps writes
+them), NUL characters as they are. Media files (image/audio/video/binary paths) that exist
+locally are uploaded once per distinct content; a piece PyRIT left without a sha256 gets the
+file's sha256 computed here and is linked to the bytes by its id. Every rejected item of the
+whole push is reported in one RedteamPushError, after everything else was sent.
+
+``PyritMemoryFile`` reads PyRIT's SQLite memory files (0.13 and 1.x schemas) into PyRIT's own
+dict shapes; the server's ``import_pyrit_memory`` uses the same reader, so a file pushed and the
+same file imported give the same rows.
 
 This module must stay importable without Django (attack code does not install it).
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import datetime as dt
 import enum
@@ -28,6 +41,8 @@ import json
 import mimetypes
 import os
 import random
+import sqlite3
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -37,19 +52,39 @@ from urllib.parse import urlencode, urlsplit
 
 __all__ = [
     "KINDS",
+    "MEMORY_TABLES",
+    "MemoryTable",
     "PushResult",
+    "PyritMemoryFile",
+    "PyritMemoryFileError",
     "RedteamClient",
     "RedteamError",
     "RedteamHTTPError",
     "RedteamPushError",
+    "main",
+    "resolve_media_path",
     "to_jsonable",
 ]
 
-# Payload keys, in the order the server stores them (and the client sends them).
-KINDS: tuple[str, ...] = ("conversations", "message_pieces", "scores", "attack_results", "seeds")
+# Payload keys, in the order the client sends them (the server's dependency order).
+KINDS: tuple[str, ...] = (
+    "conversations",
+    "message_pieces",
+    "scores",
+    "attack_results",
+    "scenario_results",
+    "seeds",
+)
 MEDIA_PATH_DATA_TYPES = frozenset({"image_path", "audio_path", "video_path", "binary_path"})
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-USER_AGENT = "redteam-client/1"
+# A whole batch refused for its content (too large, or a value the server cannot take): split
+# it to find the item, instead of losing the batch.
+SPLIT_STATUSES = frozenset({400, 413})
+USER_AGENT = "redteam-client/2"
+MAX_LINKS_PER_UPLOAD = 1000
+# datetime.UTC is 3.11+; attack code may run on the 3.10 that PyRIT still supports.
+UTC = dt.timezone.utc  # noqa: UP017
+ID_KEYS = {"conversations": "conversation_id", "attack_results": "attack_result_id"}
 # One request's items: kind -> [(index in the caller's list, item)].
 Batch = dict[str, list[tuple[int, dict[str, Any]]]]
 
@@ -72,18 +107,23 @@ class RedteamPushError(RedteamError):
     """Some items were rejected. `rejected` lists them with the caller's own indexes."""
 
     def __init__(self, rejected: list[dict[str, Any]], result: PushResult) -> None:
-        lines = [f"{len(rejected)} item(s) rejected by the server:"]
-        for item in rejected[:50]:
-            for error in item.get("errors") or [{}]:
-                lines.append(
-                    f"  {item['kind']}[{item['index']}] id={item.get('id')} "
-                    f"field={error.get('field')} [{error.get('code')}]: {error.get('message')}"
-                )
+        lines = [f"{len(rejected)} item(s) rejected:"]
+        lines += [f"  {line}" for line in _rejection_lines(rejected[:50])]
         if len(rejected) > 50:
             lines.append(f"  ... and {len(rejected) - 50} more (see .rejected)")
         super().__init__("\n".join(lines))
         self.rejected = rejected
         self.result = result
+
+
+def _rejection_lines(rejected: Iterable[Mapping[str, Any]]) -> Iterator[str]:
+    """One line per error of each rejected item: kind[index] id field [code]: message."""
+    for item in rejected:
+        for error in item.get("errors") or [{}]:
+            yield (
+                f"{item['kind']}[{item.get('index')}] id={item.get('id')} "
+                f"field={error.get('field')} [{error.get('code')}]: {error.get('message')}"
+            )
 
 
 @dataclasses.dataclass
@@ -96,6 +136,29 @@ class PushResult:
     batches: int = 0
     media_uploaded: int = 0
     rejected: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    # Media paths no file could be read for (their pieces are stored, without bytes).
+    media_unreadable: list[str] = dataclasses.field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line: what was stored, already there, rejected, and media."""
+        return (
+            f"stored {self.stored}, unchanged {self.unchanged}, rejected {len(self.rejected)}, "
+            f"media uploaded {self.media_uploaded}, media unreadable {len(self.media_unreadable)}"
+            f" ({self.batches} batches)"
+        )
+
+
+def _rejection(
+    kind: str, index: int | None, item_id: Any, field: str | None, message: str, code: str
+) -> dict[str, Any]:
+    """A rejected item in the server's per-item shape, for problems found on this side."""
+    return {
+        "kind": kind,
+        "index": index,
+        "id": item_id if isinstance(item_id, str) else None,
+        "status": "rejected",
+        "errors": [{"field": field, "message": message, "code": code}],
+    }
 
 
 # --- turning PyRIT objects into JSON-ready dicts -------------------------------------------
@@ -115,9 +178,7 @@ def to_jsonable(value: Any) -> Any:
         return to_jsonable(value.value)
     if isinstance(value, uuid.UUID):
         return str(value)
-    if isinstance(value, dt.datetime):
-        return value.isoformat()
-    if isinstance(value, (dt.date, dt.time)):
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
         return value.isoformat()
     if isinstance(value, Path):
         return str(value)
@@ -149,6 +210,543 @@ def _flatten_pieces(objs: Iterable[Any]) -> Iterator[Any]:
             yield from pieces
         else:
             yield obj
+
+
+def _encode(payload: Mapping[str, Any]) -> bytes:
+    """The request body. NaN/Infinity become JSON tokens, as PyRIT writes them; NUL is kept."""
+    return json.dumps(payload, separators=(",", ":"), allow_nan=True).encode()
+
+
+def resolve_media_path(value: str, media_from: str | os.PathLike[str] | None = None) -> str | None:
+    """The readable file a media piece's path names, or None.
+
+    Without ``media_from`` the path itself; with it, the longest tail of the path found under
+    that folder (``/home/op/run/media/a.png`` -> ``DIR/home/op/run/media/a.png`` ... ``DIR/a.png``),
+    so a run's media copied to another machine are found whatever prefix they lost.
+    """
+    if media_from is None:
+        return value if os.path.isfile(value) else None
+    root = Path(media_from)
+    parts = [p for p in Path(value.replace("\\", "/")).parts if p not in ("/", "", "..", ".")]
+    parts = [p for p in parts if not (len(p) == 2 and p.endswith(":"))]  # drive letters
+    for start in range(len(parts)):
+        candidate = root.joinpath(*parts[start:])
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
+def _file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+# --- reading PyRIT SQLite memory files -------------------------------------------------------
+
+
+class PyritMemoryFileError(ValueError):
+    """The file is not a readable PyRIT memory database."""
+
+
+RowConverter = Callable[["PyritMemoryFile", list[sqlite3.Row]], list[dict[str, Any]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryTable:
+    """How one PyRIT table becomes items of one ingest kind.
+
+    ``order`` is the SQL order rows are read in; rows equal on ``group_by`` (a message's pieces)
+    are never split across two chunks. Adding a table is adding one of these to MEMORY_TABLES.
+    """
+
+    kind: str
+    table: str
+    convert: RowConverter
+    order: str = "rowid"
+    group_by: tuple[str, ...] = ()
+
+
+def json_column(value: Any, default: Any = None) -> Any:
+    """A JSON column: SQLAlchemy writes Python None as the text 'null'; NaN tokens are kept."""
+    if value is None:
+        return default
+    try:
+        parsed = json.loads(value)
+    except (TypeError, ValueError):
+        return value  # not JSON: let the server's validation name the field
+    return default if parsed is None else parsed
+
+
+def _timestamp(value: Any, line: str) -> Any:
+    """PyRIT stores naive UTC text; give it the zone and the line's JSON spelling."""
+    if not isinstance(value, str):
+        return value
+    try:
+        parsed = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    parsed = parsed.astimezone(UTC)
+    if line == "1.x":
+        return parsed.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return parsed.isoformat()
+
+
+def _with_version(item: dict[str, Any], row: sqlite3.Row) -> dict[str, Any]:
+    # sqlite3.Row's `in` tests values, not column names.
+    if "pyrit_version" in row.keys() and row["pyrit_version"]:  # noqa: SIM118
+        item["pyrit_version"] = row["pyrit_version"]
+    return item
+
+
+def piece_from_row(row: sqlite3.Row, line: str) -> dict[str, Any]:
+    """A PromptMemoryEntries row as MessagePiece.model_dump / to_dict would give it."""
+    item: dict[str, Any] = {
+        "id": row["id"],
+        "role": row["role"],
+        "conversation_id": row["conversation_id"],
+        "sequence": row["sequence"],
+        "timestamp": _timestamp(row["timestamp"], line),
+        "original_value": row["original_value"],
+        "original_value_data_type": row["original_value_data_type"],
+        "original_value_sha256": row["original_value_sha256"],
+        "converted_value_data_type": row["converted_value_data_type"],
+        "converted_value_sha256": row["converted_value_sha256"],
+        "response_error": row["response_error"] or "none",
+        "original_prompt_id": row["original_prompt_id"],
+        "prompt_metadata": json_column(row["prompt_metadata"], {}),
+        "converter_identifiers": json_column(row["converter_identifiers"], []),
+    }
+    # A NULL converted value is mirrored from the original by PyRIT's constructor.
+    if row["converted_value"] is not None:
+        item["converted_value"] = row["converted_value"]
+    if line == "0.13":
+        item["labels"] = json_column(row["labels"], {})
+        item["targeted_harm_categories"] = json_column(row["targeted_harm_categories"]) or None
+        item["prompt_target_identifier"] = json_column(row["prompt_target_identifier"])
+        item["attack_identifier"] = json_column(row["attack_identifier"])
+    return _with_version(item, row)
+
+
+def score_from_row(row: sqlite3.Row, line: str) -> dict[str, Any]:
+    """A ScoreEntries row: 1.x as the ScoreEntry view, 0.13 as Score.to_dict() plus task."""
+    item: dict[str, Any] = {
+        "id": row["id"],
+        "score_value": row["score_value"],
+        "score_value_description": row["score_value_description"],
+        "score_type": row["score_type"],
+        "score_category": json_column(row["score_category"]),
+        "score_rationale": row["score_rationale"],
+        "score_metadata": json_column(row["score_metadata"], {}),
+        "scorer_class_identifier": json_column(row["scorer_class_identifier"]),
+        "timestamp": _timestamp(row["timestamp"], "0.13"),
+        "objective": row["objective"],
+    }
+    if line == "1.x":
+        item["status"] = row["status"] or "complete"
+        item["scorable"] = json_column(row["scorable"])
+        item["scorable_content_id"] = row["scorable_content_id"]
+        item["prompt_request_response_id"] = row["prompt_request_response_id"]
+    else:
+        item["message_piece_id"] = row["prompt_request_response_id"]
+        item["task"] = row["task"]
+    return _with_version(item, row)
+
+
+def _related(row: Mapping[str, Any] | sqlite3.Row) -> list[dict[str, Any]]:
+    # PyRIT reloads only these two kinds, with these fixed descriptions.
+    related = [
+        {
+            "conversation_id": cid,
+            "conversation_type": "adversarial",
+            "description": "adversarial chat conversation",
+        }
+        for cid in json_column(row["adversarial_chat_conversation_ids"], [])
+    ]
+    related += [
+        {
+            "conversation_id": cid,
+            "conversation_type": "pruned",
+            "description": "pruned conversation",
+        }
+        for cid in json_column(row["pruned_conversation_ids"], [])
+    ]
+    return related
+
+
+def attack_result_from_row(
+    row: sqlite3.Row,
+    line: str,
+    pieces: Mapping[str, sqlite3.Row],
+    scores: Mapping[str, sqlite3.Row],
+) -> dict[str, Any]:
+    """An AttackResultEntries row with its last response and last score filled in."""
+    last_response = pieces.get(str(row["last_response_id"])) if row["last_response_id"] else None
+    last_score = scores.get(str(row["last_score_id"])) if row["last_score_id"] else None
+    item: dict[str, Any] = {
+        "conversation_id": row["conversation_id"],
+        "objective": row["objective"],
+        "attack_result_id": row["id"],
+        "atomic_attack_identifier": json_column(row["atomic_attack_identifier"]),
+        "last_response": piece_from_row(last_response, line) if last_response else None,
+        "last_score": score_from_row(last_score, line) if last_score else None,
+        "executed_turns": row["executed_turns"],
+        "execution_time_ms": row["execution_time_ms"],
+        "outcome": row["outcome"],
+        "outcome_reason": row["outcome_reason"],
+        "related_conversations": _related(row),
+        "metadata": json_column(row["attack_metadata"], {}),
+    }
+    if line == "1.x":
+        item.update(
+            {
+                "timestamp": _timestamp(row["timestamp"], line),
+                "labels": json_column(row["labels"], {}),
+                "targeted_harm_categories": json_column(row["targeted_harm_categories"], []),
+                "error_message": row["error_message"],
+                "error_type": row["error_type"],
+                "error_traceback": row["error_traceback"],
+                "retry_events": json_column(row["retry_events_json"], []),
+                "total_retries": row["total_retries"] or 0,
+                "attribution_parent_id": row["attribution_parent_id"],
+                "attribution_data": json_column(row["attribution_data"]),
+            }
+        )
+    else:
+        # Not part of 0.13's to_dict(), but the row has it: keeps "latest result" ordering.
+        item["timestamp"] = _timestamp(row["timestamp"], "0.13")
+    return _with_version(item, row)
+
+
+def conversation_from_row(row: sqlite3.Row) -> dict[str, Any]:
+    """A 1.x Conversations row as Conversation.model_dump gives it."""
+    item = {
+        "conversation_id": row["conversation_id"],
+        "target_identifier": json_column(row["target_identifier"]),
+        "retries": json_column(row["retries"], []),
+    }
+    return _with_version(item, row)
+
+
+def seed_from_row(row: sqlite3.Row) -> dict[str, Any]:
+    """A SeedPromptEntries row as the seed dict the seeds ingest accepts."""
+    seed_type = row["seed_type"] or "prompt"
+    metadata = json_column(row["prompt_metadata"], {})
+    item: dict[str, Any] = {
+        "id": row["id"],
+        "value": row["value"],
+        "value_sha256": row["value_sha256"],
+        "data_type": row["data_type"],
+        "name": row["name"],
+        "dataset_name": row["dataset_name"],
+        "harm_categories": json_column(row["harm_categories"]),
+        "description": row["description"],
+        "authors": json_column(row["authors"]),
+        "groups": json_column(row["groups"]),
+        "source": row["source"],
+        "date_added": _timestamp(row["date_added"], "1.x"),
+        "added_by": row["added_by"],
+        "prompt_group_id": row["prompt_group_id"],
+        "seed_type": seed_type,
+    }
+    if seed_type == "prompt":
+        # 1.1 packs the response schema into the metadata (PYRIT-MODEL.md 4.6).
+        schema = (
+            metadata.pop("__response_json_schema__", None) if isinstance(metadata, dict) else None
+        )
+        if isinstance(schema, str):
+            item["response_json_schema"] = json_column(schema)
+        item["role"] = row["role"]
+        item["sequence"] = row["sequence"]
+        item["parameters"] = json_column(row["parameters"])
+    item["metadata"] = metadata
+    return item
+
+
+def _attack_result_items(memory: PyritMemoryFile, rows: list[sqlite3.Row]) -> list[dict[str, Any]]:
+    pieces = memory.rows_by_id(
+        "PromptMemoryEntries", [r["last_response_id"] for r in rows if r["last_response_id"]]
+    )
+    scores = memory.rows_by_id(
+        "ScoreEntries", [r["last_score_id"] for r in rows if r["last_score_id"]]
+    )
+    return [attack_result_from_row(r, memory.line, pieces, scores) for r in rows]
+
+
+MEMORY_TABLES: list[MemoryTable] = [
+    MemoryTable(
+        "conversations", "Conversations", lambda m, rows: [conversation_from_row(r) for r in rows]
+    ),
+    MemoryTable(
+        "message_pieces",
+        "PromptMemoryEntries",
+        lambda m, rows: [piece_from_row(r, m.line) for r in rows],
+        order="conversation_id, sequence, rowid",
+        group_by=("conversation_id", "sequence"),
+    ),
+    MemoryTable(
+        "scores", "ScoreEntries", lambda m, rows: [score_from_row(r, m.line) for r in rows]
+    ),
+    MemoryTable("attack_results", "AttackResultEntries", _attack_result_items),
+    MemoryTable("seeds", "SeedPromptEntries", lambda m, rows: [seed_from_row(r) for r in rows]),
+]
+
+
+def _labels_match(stored: Any, wanted: Mapping[str, Any]) -> bool:
+    """PyRIT's label filter: every key present; a string is equality, a list is any-of."""
+    if not isinstance(stored, Mapping):
+        return False
+    for key, value in wanted.items():
+        if key not in stored:
+            return False
+        options = value if isinstance(value, (list, tuple, set)) else [value]
+        if str(stored[key]) not in {str(v) for v in options}:
+            return False
+    return True
+
+
+class PyritMemoryFile:
+    """A PyRIT SQLite memory file (0.13 or 1.x schema), opened read-only.
+
+    ``items(kind)`` yields chunks of dicts in PyRIT's own shapes (1.x ``model_dump(mode="json")``
+    for a 1.x file, 0.13 ``to_dict()`` for a legacy one); ``select(...)`` picks a closed set of
+    rows (attack results, every conversation they reference, their pieces and scores).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        file = Path(path)
+        if not file.is_file():
+            raise PyritMemoryFileError(f"{file} does not exist or is not a file.")
+        self.path = str(file)
+        try:
+            # Read-only: never takes a write lock, so PyRIT may keep writing while we read.
+            self.conn = sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True)
+            self.conn.row_factory = sqlite3.Row
+            names = [
+                r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            ]
+            self.tables: dict[str, set[str]] = {
+                n: {r[1] for r in self.conn.execute(f'PRAGMA table_info("{n}")')} for n in names
+            }
+        except sqlite3.DatabaseError as exc:
+            raise PyritMemoryFileError(f"{file} is not a SQLite database: {exc}") from exc
+        pieces = self.tables.get("PromptMemoryEntries")
+        if pieces is None:
+            self.conn.close()
+            raise PyritMemoryFileError(
+                f"{file} has no PromptMemoryEntries table: it is not a PyRIT memory file."
+            )
+        self.line: str = "0.13" if "labels" in pieces else "1.x"
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+    def __enter__(self) -> PyritMemoryFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def specs(self) -> list[MemoryTable]:
+        """The registered tables this file has, in sending order."""
+        present = [spec for spec in MEMORY_TABLES if spec.table in self.tables]
+        return sorted(present, key=lambda s: KINDS.index(s.kind) if s.kind in KINDS else len(KINDS))
+
+    def count(self, table: str) -> int:
+        """Rows in a table."""
+        return int(self.conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
+
+    def rows(
+        self,
+        table: str,
+        *,
+        order: str = "rowid",
+        rowids: Sequence[int] | None = None,
+        chunk_size: int = 1000,
+        group_by: Sequence[str] = (),
+    ) -> Iterator[list[sqlite3.Row]]:
+        """A table's rows (all, or these rowids in this order) in chunks that keep groups whole."""
+        stream: Iterable[sqlite3.Row]
+        if rowids is None:
+            stream = self.conn.execute(f'SELECT * FROM "{table}" ORDER BY {order}')
+        else:
+            stream = self._rows_by_rowid(table, rowids)
+        chunk: list[sqlite3.Row] = []
+
+        def key(row: sqlite3.Row) -> tuple[Any, ...]:
+            return tuple(row[c] for c in group_by)
+
+        for row in stream:
+            if len(chunk) >= chunk_size and (not group_by or key(row) != key(chunk[-1])):
+                yield chunk
+                chunk = []
+            chunk.append(row)
+        if chunk:
+            yield chunk
+
+    def _rows_by_rowid(self, table: str, rowids: Sequence[int]) -> Iterator[sqlite3.Row]:
+        for start in range(0, len(rowids), 500):
+            part = list(rowids[start : start + 500])
+            marks = ",".join("?" * len(part))
+            found = {
+                r["_rowid"]: r
+                for r in self.conn.execute(
+                    f'SELECT rowid AS _rowid, * FROM "{table}" WHERE rowid IN ({marks})', part
+                )
+            }
+            yield from (found[r] for r in part if r in found)
+
+    def rows_by_id(
+        self, table: str, ids: Sequence[Any], column: str = "id"
+    ) -> dict[str, sqlite3.Row]:
+        """Rows whose ``column`` is one of ``ids``, by that value."""
+        out: dict[str, sqlite3.Row] = {}
+        if table not in self.tables:
+            return out
+        ids = list(dict.fromkeys(str(i) for i in ids))
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            marks = ",".join("?" * len(part))
+            for row in self.conn.execute(
+                f'SELECT * FROM "{table}" WHERE "{column}" IN ({marks})', part
+            ):
+                out[str(row[column])] = row
+        return out
+
+    def items(
+        self, spec: MemoryTable, *, rowids: Sequence[int] | None = None, chunk_size: int = 1000
+    ) -> Iterator[list[dict[str, Any]]]:
+        """One table's rows as PyRIT dicts, chunk by chunk."""
+        for rows in self.rows(
+            spec.table,
+            order=spec.order,
+            rowids=rowids,
+            chunk_size=chunk_size,
+            group_by=spec.group_by,
+        ):
+            yield spec.convert(self, rows)
+
+    def read(self, selection: Mapping[str, Sequence[int]] | None = None) -> dict[str, list[Any]]:
+        """Every registered table's items (or the selected rows'), by kind."""
+        out: dict[str, list[Any]] = {}
+        for spec in self.specs():
+            rowids = None if selection is None else selection.get(spec.table, [])
+            for chunk in self.items(spec, rowids=rowids):
+                out.setdefault(spec.kind, []).extend(chunk)
+        return out
+
+    # -- selection ---------------------------------------------------------------------------
+
+    def _ordered_rowids(
+        self, table: str, order: str, keep: Callable[[sqlite3.Row], bool]
+    ) -> list[int]:
+        columns = self.tables[table]
+        wanted = ", ".join(f'"{c}"' for c in sorted(columns))
+        return [
+            int(r["_rowid"])
+            for r in self.conn.execute(
+                f'SELECT rowid AS _rowid, {wanted} FROM "{table}" ORDER BY {order}'
+            )
+            if keep(r)
+        ]
+
+    def select(
+        self,
+        *,
+        labels: Mapping[str, Any] | None = None,
+        conversation_ids: Iterable[str] | None = None,
+        attack_result_ids: Iterable[str] | None = None,
+    ) -> dict[str, list[int]]:
+        """The rowids, per table, of a closed set around the chosen attack results.
+
+        Attack results are chosen by labels (1.x: the result's labels; 0.13: the labels of
+        its conversation's pieces), conversation id or id. Then, until nothing new turns up:
+        every conversation they reference (main, pruned, adversarial), the results of those
+        conversations, and the conversations of the pieces their pieces were copied from.
+        Scores: those of the chosen pieces (by ``original_prompt_id``, as PyRIT attaches them,
+        and by ``scorable``), and every score of loose content (PyRIT ties it to no
+        conversation). Every seed. Related conversations carry no labels of their own and are
+        reached through the result that references them; their rows are not changed.
+        """
+        results = (
+            [
+                dict(r) | {"_rowid": r["_rowid"]}
+                for r in self.conn.execute('SELECT rowid AS _rowid, * FROM "AttackResultEntries"')
+            ]
+            if "AttackResultEntries" in self.tables
+            else []
+        )
+        piece_index = [
+            (str(r[0]), str(r[1]), str(r[2]) if r[2] is not None else None)
+            for r in self.conn.execute(
+                'SELECT id, conversation_id, original_prompt_id FROM "PromptMemoryEntries"'
+            )
+        ]
+        conversations: set[str] = {str(c) for c in conversation_ids or ()}
+        wanted_results = {str(i) for i in attack_result_ids or ()}
+        chosen: set[str] = set()
+        by_labels = bool(labels) and self.line == "1.x"
+        for r in results:
+            if (
+                str(r["id"]) in wanted_results
+                or str(r["conversation_id"]) in conversations
+                or (by_labels and _labels_match(json_column(r["labels"]), labels or {}))
+            ):
+                chosen.add(str(r["id"]))
+        if labels and self.line == "0.13":
+            for cid, raw in self.conn.execute(
+                'SELECT DISTINCT conversation_id, labels FROM "PromptMemoryEntries"'
+            ):
+                if _labels_match(json_column(raw), labels):
+                    conversations.add(str(cid))
+        conversation_of = {pid: cid for pid, cid, _ in piece_index}
+        while True:
+            before = (len(conversations), len(chosen))
+            for r in results:
+                if str(r["id"]) in chosen or str(r["conversation_id"]) in conversations:
+                    chosen.add(str(r["id"]))
+                    conversations.add(str(r["conversation_id"]))
+                    conversations.update(str(d["conversation_id"]) for d in _related(r))
+            for _pid, cid, original in piece_index:
+                if cid in conversations and original and original in conversation_of:
+                    conversations.add(conversation_of[original])
+            if (len(conversations), len(chosen)) == before:
+                break
+        piece_ids = {pid for pid, cid, _ in piece_index if cid in conversations}
+        piece_ids |= {o for _, cid, o in piece_index if cid in conversations and o}
+
+        def score_wanted(row: sqlite3.Row) -> bool:
+            if str(row["prompt_request_response_id"]) in piece_ids:
+                return True
+            keys = row.keys()
+            if "scorable_content_id" in keys and row["scorable_content_id"]:
+                return True
+            scorable = json_column(row["scorable"]) if "scorable" in keys else None
+            mentioned = scorable.get("message_piece_ids") if isinstance(scorable, dict) else None
+            return isinstance(mentioned, list) and any(str(m) in piece_ids for m in mentioned)
+
+        parents = {
+            str(r["attribution_parent_id"])
+            for r in results
+            if str(r["id"]) in chosen and r.get("attribution_parent_id")
+        }
+        keep: dict[str, Callable[[sqlite3.Row], bool]] = {
+            "Conversations": lambda row: str(row["conversation_id"]) in conversations,
+            "PromptMemoryEntries": lambda row: str(row["conversation_id"]) in conversations,
+            "ScoreEntries": score_wanted,
+            "AttackResultEntries": lambda row: str(row["id"]) in chosen,
+            "ScenarioResultEntries": lambda row: str(row["id"]) in parents,
+        }
+        selection: dict[str, list[int]] = {}
+        for spec in self.specs():
+            rule = keep.get(spec.table, lambda row: True)
+            selection[spec.table] = self._ordered_rowids(spec.table, spec.order, rule)
+        return selection
 
 
 # --- the client ----------------------------------------------------------------------------
@@ -314,19 +912,34 @@ class RedteamClient:
         return missing
 
     def upload_media(
-        self, path: str | os.PathLike[str], *, sha256: str | None = None
+        self,
+        path: str | os.PathLike[str],
+        *,
+        sha256: str | None = None,
+        original_piece_ids: Iterable[str] = (),
+        converted_piece_ids: Iterable[str] = (),
     ) -> dict[str, Any]:
-        """Upload one file's bytes (multipart); returns the server's blob description."""
+        """Upload one file's bytes (multipart); returns the server's blob description.
+
+        The server links the bytes to every piece whose sha256 is theirs, and to the pieces
+        named here (by id, on their original or converted side) that PyRIT left without one.
+        """
         data = Path(path).read_bytes()
         digest = sha256 or hashlib.sha256(data).hexdigest()
         boundary = f"redteam-{uuid.uuid4().hex}"
         filename = Path(path).name.replace('"', "_").replace("\r", "_").replace("\n", "_")
         mime = mimetypes.guess_type(filename)[0] or "application/octet-stream"
+        fields = [("sha256", digest)]
+        fields += [("original_piece_id", str(p)) for p in original_piece_ids]
+        fields += [("converted_piece_id", str(p)) for p in converted_piece_ids]
+        parts = [
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'
+            f"{value}\r\n".encode()
+            for name, value in fields
+        ]
         body = b"".join(
             [
-                f'--{boundary}\r\nContent-Disposition: form-data; name="sha256"\r\n\r\n'.encode(),
-                digest.encode(),
-                b"\r\n",
+                *parts,
                 f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
                 f'filename="{filename}"\r\nContent-Type: {mime}\r\n\r\n'.encode(),
                 data,
@@ -343,29 +956,59 @@ class RedteamClient:
         result: dict[str, Any] = answer
         return result
 
-    def _upload_referenced_media(self, items: Iterable[Mapping[str, Any]]) -> int:
-        """Upload the local files media pieces/seeds point at, skipping what the server has."""
-        files: dict[str, str] = {}  # sha256 -> path
-        seen: set[str] = set()
-        for item in items:
-            for value_key, type_key in (
-                ("original_value", "original_value_data_type"),
-                ("converted_value", "converted_value_data_type"),
-                ("value", "data_type"),
-            ):
-                value = item.get(value_key)
-                if item.get(type_key) not in MEDIA_PATH_DATA_TYPES or not isinstance(value, str):
-                    continue
-                if value in seen or not os.path.isfile(value):
-                    continue
-                seen.add(value)
-                files[_file_sha256(value)] = value
-        if not files:
-            return 0
-        missing = self.missing_media(files)
-        for digest in missing:
-            self.upload_media(files[digest], sha256=digest)
-        return len(missing)
+    def _media_plan(
+        self,
+        pieces: Sequence[Mapping[str, Any]],
+        seeds: Sequence[Mapping[str, Any]],
+        media_from: str | os.PathLike[str] | None,
+        result: PushResult,
+    ) -> tuple[dict[str, str], dict[str, dict[str, list[str]]]]:
+        """Which local files to upload: by sha256 (pieces/seeds that name their content's
+        sha256) and by path with the piece ids on each side (pieces PyRIT left without one)."""
+        by_digest: dict[str, str] = {}
+        unhashed: dict[str, dict[str, list[str]]] = {}  # path -> side -> piece ids
+        resolved: dict[str, str | None] = {}
+        sides = (
+            ("original", "original_value", "original_value_data_type", "original_value_sha256"),
+            ("converted", "converted_value", "converted_value_data_type", "converted_value_sha256"),
+        )
+        for kind, items in (("message_pieces", pieces), ("seeds", seeds)):
+            for item in items:
+                rules = (
+                    sides
+                    if kind == "message_pieces"
+                    else (("value", "value", "data_type", "value_sha256"),)
+                )
+                for side, value_key, type_key, sha_key in rules:
+                    value = item.get(value_key)
+                    if item.get(type_key) not in MEDIA_PATH_DATA_TYPES or not isinstance(
+                        value, str
+                    ):
+                        continue
+                    if value not in resolved:
+                        resolved[value] = resolve_media_path(value, media_from)
+                        if resolved[value] is None:
+                            result.media_unreadable.append(value)
+                    path = resolved[value]
+                    if path is None:
+                        continue
+                    if item.get(sha_key) or kind == "seeds":
+                        by_digest.setdefault(_file_sha256(path), path)
+                    elif isinstance(item.get("id"), str):
+                        unhashed.setdefault(path, {}).setdefault(side, []).append(item["id"])
+        return by_digest, unhashed
+
+    def _upload(self, path: str, result: PushResult, **links: Any) -> None:
+        """Upload one file; a refusal is reported with the push, never raised mid-way."""
+        try:
+            self.upload_media(path, **links)
+        except (RedteamHTTPError, OSError) as exc:
+            message = str(exc)
+            if isinstance(exc, RedteamHTTPError) and isinstance(exc.body, dict):
+                message = str(exc.body.get("detail", message))
+            result.rejected.append(_rejection("media", None, path, None, message, "media"))
+        else:
+            result.media_uploaded += 1
 
     # -- push -------------------------------------------------------------------------------
 
@@ -378,28 +1021,50 @@ class RedteamClient:
         seeds: Iterable[Any] = (),
         conversations: Iterable[Any] = (),
         messages: Iterable[Any] = (),
+        scenario_results: Iterable[Any] = (),
         atomic: bool = False,
         raise_on_rejected: bool = True,
+        media_from: str | os.PathLike[str] | None = None,
     ) -> PushResult:
-        """Send everything, in batches; raise RedteamPushError if any item was rejected.
+        """Send everything, in batches; then raise RedteamPushError if any item was rejected.
 
         `pieces` may hold MessagePieces or Messages (expanded); `messages` is an alias.
         With `atomic=True` everything must fit in one batch, stored all or nothing.
+        `media_from`: a folder holding the run's media files (found by the tail of their path);
+        default: the paths the pieces name, where readable.
         """
-        lists: dict[str, list[dict[str, Any]]] = {
-            "conversations": [_as_item(o) for o in conversations],
-            "message_pieces": [
-                _as_item(o) for o in _flatten_pieces([*list(pieces), *list(messages)])
-            ],
-            "scores": [_as_item(o) for o in scores],
-            "attack_results": [_as_item(o) for o in attack_results],
-            "seeds": [_as_item(o) for o in seeds],
-        }
         result = PushResult()
+        given: dict[str, list[Any]] = {
+            "conversations": list(conversations),
+            "message_pieces": list(_flatten_pieces([*list(pieces), *list(messages)])),
+            "scores": list(scores),
+            "attack_results": list(attack_results),
+            "scenario_results": list(scenario_results),
+            "seeds": list(seeds),
+        }
+        # An object that cannot be serialised is reported like any rejected item; the rest goes.
+        lists: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+        for kind, objs in given.items():
+            entries = lists.setdefault(kind, [])
+            for index, obj in enumerate(objs):
+                try:
+                    entries.append((index, _as_item(obj)))
+                except (TypeError, ValueError) as exc:
+                    result.rejected.append(
+                        _rejection(kind, index, None, None, str(exc), "not_serialisable")
+                    )
+        by_digest: dict[str, str] = {}
+        unhashed: dict[str, dict[str, list[str]]] = {}
         if self.upload_media_files:
-            result.media_uploaded = self._upload_referenced_media(
-                [*lists["message_pieces"], *lists["seeds"]]
+            by_digest, unhashed = self._media_plan(
+                [i for _, i in lists["message_pieces"]],
+                [i for _, i in lists["seeds"]],
+                media_from,
+                result,
             )
+            # Bytes first, so pieces stored below link to them at once.
+            for digest in self.missing_media(by_digest) if by_digest else []:
+                self._upload(by_digest[digest], result, sha256=digest)
         batches = list(self._batches(lists))
         if atomic and len(batches) > 1:
             raise ValueError(
@@ -408,18 +1073,69 @@ class RedteamClient:
             )
         for batch in batches:
             self._send_batch(batch, atomic, result)
+        # Pieces without a sha256 exist now: send their files with the ids to link.
+        for path, sides in unhashed.items():
+            for side, ids in sides.items():
+                # The server takes a bounded number of ids per upload.
+                for start in range(0, len(ids), MAX_LINKS_PER_UPLOAD):
+                    part = ids[start : start + MAX_LINKS_PER_UPLOAD]
+                    self._upload(path, result, **{f"{side}_piece_ids": part})
+        result.errors = len(result.rejected)
         if result.rejected and raise_on_rejected:
             raise RedteamPushError(result.rejected, result)
         return result
 
-    def _batches(self, lists: Mapping[str, list[dict[str, Any]]]) -> Iterator[Batch]:
-        """Group (original index, item) pairs into batches, keeping each message together."""
+    def push_memory(
+        self,
+        memory: Any,
+        *,
+        labels: Mapping[str, Any] | None = None,
+        conversation_ids: Iterable[str] | None = None,
+        attack_results: Iterable[Any] | None = None,
+        media_from: str | os.PathLike[str] | None = None,
+        raise_on_rejected: bool = True,
+    ) -> PushResult:
+        """Push a whole run: a PyRIT memory object, or the path of a PyRIT SQLite memory file.
+
+        Sends a closed set: the selected attack results (by `labels`, `conversation_ids`, or
+        the `attack_results` given; nothing selected = everything), every conversation they
+        reference (recursively), every piece of those conversations, their conversation rows,
+        every score of those pieces and of loose content, the scenario results the results
+        belong to, and the seeds.
+        """
+        ids = None if conversation_ids is None else [str(c) for c in conversation_ids]
+        if isinstance(memory, (str, os.PathLike)):
+            with PyritMemoryFile(memory) as file:
+                result_ids = None
+                if attack_results is not None:
+                    result_ids = [_result_id(r) for r in attack_results]
+                selection = None
+                if labels or ids is not None or result_ids is not None:
+                    selection = file.select(
+                        labels=labels, conversation_ids=ids, attack_result_ids=result_ids
+                    )
+                lists = file.read(selection)
+        else:
+            lists = _memory_object_items(memory, labels, ids, attack_results)
+        return self.push(
+            conversations=lists.get("conversations", ()),
+            pieces=lists.get("message_pieces", ()),
+            scores=lists.get("scores", ()),
+            attack_results=lists.get("attack_results", ()),
+            scenario_results=lists.get("scenario_results", ()),
+            seeds=lists.get("seeds", ()),
+            media_from=media_from,
+            raise_on_rejected=raise_on_rejected,
+        )
+
+    def _batches(self, lists: Mapping[str, list[tuple[int, dict[str, Any]]]]) -> Iterator[Batch]:
+        """Group (caller's index, item) pairs into batches, keeping each message together."""
         batch: Batch = {}
         count = 0
         size = 0
         for kind in KINDS:
-            for group in _groups(kind, lists[kind]):
-                group_size = sum(len(json.dumps(item)) + 1 for _, item in group)
+            for group in _groups(kind, lists.get(kind, [])):
+                group_size = sum(len(_encode(item)) + 1 for _, item in group)
                 if count and (
                     count + len(group) > self.batch_size or size + group_size > self.max_batch_bytes
                 ):
@@ -433,28 +1149,30 @@ class RedteamClient:
 
     def _send_batch(self, batch: Batch, atomic: bool, result: PushResult) -> None:
         payload = {kind: [item for _, item in entries] for kind, entries in batch.items()}
-        body = json.dumps(payload, separators=(",", ":"), allow_nan=False).encode()
         try:
             _, answer = self.request(
                 "POST",
                 "/api/v1/ingest/",
-                body=body,
+                body=_encode(payload),
                 content_type="application/json",
                 params={"atomic": "1"} if atomic else None,
                 ok=(200, 207),
             )
         except RedteamHTTPError as exc:
-            if exc.status == 413 and not atomic and len(_units(batch)) > 1:
-                # Over the server's limits: halve the batch and try again.
+            if exc.status not in SPLIT_STATUSES or atomic:
+                raise
+            units = _units(batch)
+            if len(units) > 1:
+                # Refused as a whole: halve it until the item the server refuses is alone.
                 first, second = _split(batch)
                 self._send_batch(first, atomic, result)
                 self._send_batch(second, atomic, result)
                 return
-            raise
+            self._reject_unit(units[0], exc, result)
+            return
         result.batches += 1
         result.stored += int(answer.get("stored", 0))
         result.unchanged += int(answer.get("unchanged", 0))
-        result.errors += int(answer.get("errors", 0))
         for item in answer.get("items", []):
             if item.get("status") not in ("stored", "unchanged"):
                 # Map the batch index back to the caller's index in its own list.
@@ -464,36 +1182,52 @@ class RedteamClient:
                     item = {**item, "index": entries[local][0], "batch_index": local}
                 result.rejected.append(item)
 
+    @staticmethod
+    def _reject_unit(
+        unit: tuple[str, list[tuple[int, dict[str, Any]]]],
+        exc: RedteamHTTPError,
+        result: PushResult,
+    ) -> None:
+        """Report every item of a unit (an item, or a message's pieces) the server refused."""
+        kind, entries = unit
+        body = exc.body if isinstance(exc.body, dict) else {}
+        message = str(body.get("detail") or exc)
+        field = body.get("path")
+        if isinstance(field, str):
+            # "message_pieces[0].original_value" -> "original_value": the batch index is ours.
+            head, _, rest = field.partition("].")
+            field = rest if head.startswith(f"{kind}[") and rest else field
+        code = "too_large" if exc.status == 413 else "invalid"
+        for index, item in entries:
+            result.rejected.append(
+                _rejection(kind, index, item.get(ID_KEYS.get(kind, "id")), field, message, code)
+            )
 
-def _file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+
+def _result_id(result: Any) -> str:
+    """An attack result's id, from a PyRIT object or a dict."""
+    value = result.get("attack_result_id") if isinstance(result, Mapping) else None
+    return str(value if value is not None else getattr(result, "attack_result_id", result))
 
 
-def _groups(kind: str, items: list[dict[str, Any]]) -> Iterator[list[tuple[int, dict[str, Any]]]]:
+def _groups(
+    kind: str, items: list[tuple[int, dict[str, Any]]]
+) -> Iterator[list[tuple[int, dict[str, Any]]]]:
     """Pieces of one message (conversation_id, sequence) form one group; others are alone."""
     if kind != "message_pieces":
-        for index, item in enumerate(items):
-            yield [(index, item)]
+        for entry in items:
+            yield [entry]
         return
     groups: dict[tuple[Any, Any], list[tuple[int, dict[str, Any]]]] = {}
-    for index, item in enumerate(items):
-        key = (item.get("conversation_id"), item.get("sequence"))
-        groups.setdefault(key, []).append((index, item))
+    for entry in items:
+        key = (entry[1].get("conversation_id"), entry[1].get("sequence"))
+        groups.setdefault(key, []).append(entry)
     yield from groups.values()
 
 
 def _units(batch: Batch) -> list[tuple[str, list[tuple[int, dict[str, Any]]]]]:
     """The batch's indivisible units, in order: single items, or all pieces of one message."""
-    units: list[tuple[str, list[tuple[int, dict[str, Any]]]]] = []
-    for kind in KINDS:
-        originals = batch.get(kind, [])
-        for group in _groups(kind, [item for _, item in originals]):
-            units.append((kind, [originals[i] for i, _ in group]))
-    return units
+    return [(kind, group) for kind in KINDS for group in _groups(kind, batch.get(kind, []))]
 
 
 def _split(batch: Batch) -> tuple[Batch, Batch]:
@@ -505,3 +1239,196 @@ def _split(batch: Batch) -> tuple[Batch, Batch]:
     for position, (kind, group) in enumerate(flat):
         (first if position < half else second).setdefault(kind, []).extend(group)
     return first, second
+
+
+# --- a PyRIT memory object (duck typed: 1.x MemoryInterface, 0.13 equivalents) --------------
+
+
+def _field(obj: Any, name: str) -> Any:
+    """An attribute of a PyRIT object, or a key of a dict."""
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+def _related_ids(result: Any) -> list[str]:
+    """The ids of every conversation an attack result references (main and related)."""
+    ids = [str(_field(result, "conversation_id"))]
+    for reference in _field(result, "related_conversations") or ():
+        cid = _field(reference, "conversation_id")
+        if cid:
+            ids.append(str(cid))
+    return ids
+
+
+def _conversation_row(memory: Any, conversation_id: str) -> Any:
+    """The 1.x Conversation (target identifier, retries) of an id, where memory has one."""
+    for name in ("get_conversation_entity", "_get_conversation", "get_conversation"):
+        getter = getattr(memory, name, None)
+        if callable(getter):
+            row = getter(conversation_id=conversation_id)
+            # 0.13's get_conversation returns the messages: not a conversation row.
+            if isinstance(row, (list, tuple)) or row is None:
+                continue
+            if _field(row, "conversation_id") is not None:
+                return row
+    return None
+
+
+def _memory_object_items(
+    memory: Any,
+    labels: Mapping[str, Any] | None,
+    conversation_ids: Sequence[str] | None,
+    attack_results: Iterable[Any] | None,
+) -> dict[str, list[Any]]:
+    """The closed set of a PyRIT memory object's rows (see RedteamClient.push_memory)."""
+    results: dict[str, Any] = {}
+
+    def add_results(objs: Iterable[Any]) -> None:
+        for obj in objs:
+            results.setdefault(_result_id(obj), obj)
+
+    everything = labels is None and conversation_ids is None and attack_results is None
+    conversations: set[str] = set(conversation_ids or ())
+    if attack_results is not None:
+        add_results(attack_results)
+    if labels:
+        add_results(memory.get_attack_results(labels=dict(labels)))
+        # 0.13 labels live on the pieces: their conversations are chosen too.
+        conversations |= {
+            str(p.conversation_id) for p in memory.get_message_pieces(labels=dict(labels))
+        }
+    if everything:
+        add_results(memory.get_attack_results())
+        conversations |= {str(_field(p, "conversation_id")) for p in memory.get_message_pieces()}
+    pieces: dict[str, Any] = {}
+    done: set[str] = set()
+    while True:
+        for result in list(results.values()):
+            conversations.update(_related_ids(result))
+        todo = sorted(conversations - done)
+        if not todo:
+            break
+        for cid in todo:
+            done.add(cid)
+            # Results of a referenced conversation reference more (recursively).
+            add_results(memory.get_attack_results(conversation_id=cid))
+            for piece in memory.get_message_pieces(conversation_id=cid):
+                pieces.setdefault(str(_field(piece, "id")), piece)
+        # Pieces copied from another conversation need that conversation's pieces (scores).
+        originals = {
+            str(_field(p, "original_prompt_id"))
+            for p in pieces.values()
+            if _field(p, "original_prompt_id")
+            and str(_field(p, "original_prompt_id")) not in pieces
+        }
+        if originals:
+            for piece in memory.get_message_pieces(prompt_ids=sorted(originals)):
+                conversations.add(str(_field(piece, "conversation_id")))
+    rows = [r for r in (_conversation_row(memory, cid) for cid in sorted(done)) if r is not None]
+    scores: dict[str, Any] = {}
+    piece_ids = sorted(pieces)
+    for start in range(0, len(piece_ids), 500):
+        for score in memory.get_prompt_scores(prompt_ids=piece_ids[start : start + 500]):
+            scores.setdefault(str(_field(score, "id")), score)
+    get_scores = getattr(memory, "get_scores", None)
+    if callable(get_scores):
+        # get_scores() with no filter answers [] by design; "since the epoch" is every score.
+        epoch = dt.datetime(1970, 1, 1, tzinfo=UTC)
+        for score in get_scores(sent_after=epoch):
+            if _is_loose_score(to_jsonable(score)):
+                scores.setdefault(str(_field(score, "id")), score)
+    scenario_results: list[Any] = []
+    parents = sorted(
+        {str(p) for r in results.values() if (p := _field(r, "attribution_parent_id"))}
+    )
+    get_scenarios = getattr(memory, "get_scenario_results", None)
+    if parents and callable(get_scenarios):
+        scenario_results = list(get_scenarios(scenario_result_ids=parents))
+    get_seeds = getattr(memory, "get_seeds", None)
+    return {
+        "conversations": rows,
+        "message_pieces": list(pieces.values()),
+        "scores": list(scores.values()),
+        "attack_results": list(results.values()),
+        "scenario_results": scenario_results,
+        "seeds": list(get_seeds()) if callable(get_seeds) else [],
+    }
+
+
+def _is_loose_score(score: Mapping[str, Any]) -> bool:
+    """A score of content that is not a conversation turn (PyRIT 1.1's loose content)."""
+    if score.get("scorable_content_id"):
+        return True
+    scorable = score.get("scorable")
+    return (
+        isinstance(scorable, Mapping)
+        and "message_piece_ids" not in scorable
+        and not (score.get("message_piece_id") or score.get("prompt_request_response_id"))
+    )
+
+
+# --- command line --------------------------------------------------------------------------
+
+
+def _label(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m redteam.client push PATH --url URL`: push a PyRIT SQLite memory file."""
+    parser = argparse.ArgumentParser(prog="python -m redteam.client")
+    commands = parser.add_subparsers(dest="command", required=True)
+    push = commands.add_parser("push", help="push a PyRIT SQLite memory file (0.13 or 1.x)")
+    push.add_argument("path", help="the memory file, e.g. dbdata/pyrit.db")
+    push.add_argument("--url", required=True, help="the server, e.g. https://redteam.example")
+    push.add_argument(
+        "--label",
+        action="append",
+        type=_label,
+        default=[],
+        metavar="KEY=VALUE",
+        help="push only the attack results with these labels (and all they use)",
+    )
+    push.add_argument(
+        "--conversation-id",
+        action="append",
+        default=None,
+        metavar="ID",
+        help="push only these conversations (and all they use)",
+    )
+    push.add_argument(
+        "--media-from",
+        default=None,
+        metavar="DIR",
+        help="folder holding the run's media (default: the paths in the file)",
+    )
+    push.add_argument("--batch-size", type=int, default=1000)
+    args = parser.parse_args(argv)
+    key = os.environ.get("REDTEAM_API_KEY", "")
+    if not key:
+        print("Set REDTEAM_API_KEY to an API key with the ingest scope.", file=sys.stderr)
+        return 2
+    try:
+        with RedteamClient(args.url, key, batch_size=args.batch_size) as client:
+            result = client.push_memory(
+                args.path,
+                labels=dict(args.label) or None,
+                conversation_ids=args.conversation_id,
+                media_from=args.media_from,
+                raise_on_rejected=False,
+            )
+    except (RedteamError, PyritMemoryFileError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{args.path}: {result.summary()}")
+    for line in _rejection_lines(result.rejected):
+        print(f"rejected: {line}", file=sys.stderr)
+    for path in result.media_unreadable:
+        print(f"media not readable: {path}", file=sys.stderr)
+    return 1 if result.rejected else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -58,10 +58,14 @@ def test_bad_rows_are_reported_and_the_rest_is_imported(tmp_path: Path, fixtures
     assert report.tables["AttackResultEntries"].stored == 6
 
 
-def test_iter_import_yields_progress_per_chunk(fixtures_dir: Path) -> None:
+def test_iter_import_yields_progress_per_chunk_keeping_messages_whole(fixtures_dir: Path) -> None:
     path = fixtures_dir / "pyrit-0.13" / "pyrit_memory.sqlite"
     steps = [(s.table, s.done, s.total) for s in iter_import(path, chunk_size=2)]
-    assert ("PromptMemoryEntries", 2, 5) in steps
-    assert ("PromptMemoryEntries", 5, 5) in steps
+    # Chunks of 2 rows, but the second message (2 pieces) would straddle the first cut.
+    assert [s for s in steps if s[0] == "PromptMemoryEntries"] == [
+        ("PromptMemoryEntries", 3, 5),
+        ("PromptMemoryEntries", 5, 5),
+    ]
+    assert ("SeedPromptEntries", 2, 11) in steps
     assert steps[-1][0] == "done"
     assert not any(table == "Conversations" for table, _, _ in steps)  # no such 0.13 table

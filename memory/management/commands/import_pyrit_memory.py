@@ -37,6 +37,15 @@ class Command(BaseCommand):
         parser.add_argument(
             "--strict", action="store_true", help="Exit with an error if any row was rejected."
         )
+        parser.add_argument(
+            "--media-from",
+            metavar="DIR",
+            help="Folder holding the run's media files, found by the tail of each path "
+            "(default: the paths in the file, where readable).",
+        )
+        parser.add_argument(
+            "--no-media", action="store_true", help="Store no media bytes (paths only)."
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         """Run the import chunk by chunk with a progress bar per table, then print a summary."""
@@ -45,12 +54,20 @@ class Command(BaseCommand):
             raise CommandError(f"No such file: {path}")
         if options["chunk_size"] < 1:
             raise CommandError("--chunk-size must be at least 1.")
+        if options["media_from"] and not Path(options["media_from"]).is_dir():
+            raise CommandError(f"--media-from: no such folder: {options['media_from']}")
         show = not options["no_progress"]
         bar: tqdm[Any] | None = None
         current = ""
         report: ImportReport | None = None
         try:
-            for step in iter_import(path, chunk_size=options["chunk_size"]):
+            steps = iter_import(
+                path,
+                chunk_size=options["chunk_size"],
+                media_from=options["media_from"],
+                media=not options["no_media"],
+            )
+            for step in steps:
                 report = step.report
                 if step.table != current:
                     if bar is not None:
@@ -90,6 +107,8 @@ class Command(BaseCommand):
             self.stdout.write(line + (f"  ({t.note})" if t.note else ""))
         for error in report.errors:
             self.stderr.write(f"rejected: {error}")
+        for path in report.media_unreadable:
+            self.stderr.write(f"media not readable: {path}")
         stored = sum(t.stored for t in report.tables.values())
         unchanged = sum(t.unchanged for t in report.tables.values())
         self.stdout.write(f"stored {stored}, unchanged {unchanged}, rejected {report.rejected}")
