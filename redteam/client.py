@@ -41,6 +41,7 @@ import json
 import mimetypes
 import os
 import random
+import re
 import sqlite3
 import sys
 import time
@@ -1198,6 +1199,15 @@ class RedteamClient:
             head, _, rest = field.partition("].")
             field = rest if head.startswith(f"{kind}[") and rest else field
         code = "too_large" if exc.status == 413 else "invalid"
+        # The unit was sent alone: its items sat at 0..n-1 of their list in that request.
+        callers = [index for index, _ in entries]
+        message = re.sub(
+            rf"\b{kind}\[(\d+)\]",
+            lambda m: (
+                f"{kind}[{callers[int(m.group(1))]}]" if int(m.group(1)) < len(callers) else m[0]
+            ),
+            message,
+        )
         for index, item in entries:
             result.rejected.append(
                 _rejection(kind, index, item.get(ID_KEYS.get(kind, "id")), field, message, code)
@@ -1294,7 +1304,8 @@ def _memory_object_items(
         add_results(memory.get_attack_results(labels=dict(labels)))
         # 0.13 labels live on the pieces: their conversations are chosen too.
         conversations |= {
-            str(p.conversation_id) for p in memory.get_message_pieces(labels=dict(labels))
+            str(_field(p, "conversation_id"))
+            for p in memory.get_message_pieces(labels=dict(labels))
         }
     if everything:
         add_results(memory.get_attack_results())

@@ -222,3 +222,120 @@ def test_client_is_importable_without_django() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "RedteamClient"
+
+
+def test_an_oversize_string_rejects_only_its_item_and_the_rest_is_sent(
+    client: RedteamClient, settings: Any
+) -> None:
+    settings.REDTEAM_MAX_STRING_CHARS = 2 * 1024 * 1024
+    client.batch_size = 100
+    cid = str(uuid.uuid4())
+    rows = factories.conversation_pieces(10, cid)
+    rows[7]["converted_value"] = "A" * 2_200_000  # an assistant response, its own message
+    other = factories.conversation_pieces(2)
+    scores = [factories.score(rows[1]), factories.score(other[1])]
+    result_row = factories.attack_result(other[0]["conversation_id"])
+    with pytest.raises(RedteamPushError) as excinfo:
+        client.push(pieces=rows + other, scores=scores, attack_results=[result_row])
+    error = excinfo.value
+    assert [(r["kind"], r["index"], r["id"]) for r in error.rejected] == [
+        ("message_pieces", 7, rows[7]["id"])
+    ]
+    assert "converted_value" in str(error.rejected[0]["errors"][0]["field"])
+    # Everything else went in: 11 pieces, both scores and the attack result.
+    assert error.result.stored == 14
+    assert MessagePiece.objects.count() == 11
+    assert client.get(f"attack-results/{result_row['attack_result_id']}/")
+
+
+def test_split_batches_report_the_callers_indexes_in_every_list(
+    client: RedteamClient, settings: Any
+) -> None:
+    settings.REDTEAM_MAX_STRING_CHARS = 1000
+    client.batch_size = 100
+    rows = factories.conversation_pieces(6)
+    rows[4]["converted_value"] = "x" * 5000
+    scores = [factories.score(rows[i]) for i in (1, 3, 5)]
+    scores[2]["score_rationale"] = "y" * 5000
+    with pytest.raises(RedteamPushError) as excinfo:
+        client.push(pieces=rows, scores=scores)
+    rejected = {(r["kind"], r["index"]) for r in excinfo.value.rejected}
+    assert rejected == {("message_pieces", 4), ("scores", 2)}
+    assert "message_pieces[4]" in str(excinfo.value) and "scores[2]" in str(excinfo.value)
+    assert excinfo.value.result.stored == 5 + 2
+    # The server's message names the value by its place in the split batch: made the caller's.
+    assert "scores[2].score_rationale" in excinfo.value.rejected[1]["errors"][0]["message"]
+
+
+def test_an_unserialisable_object_is_reported_after_the_rest_is_sent(
+    client: RedteamClient,
+) -> None:
+    rows = factories.conversation_pieces(3)
+    with pytest.raises(RedteamPushError) as excinfo:
+        client.push(pieces=rows, scores=[object()])
+    assert [(r["kind"], r["index"]) for r in excinfo.value.rejected] == [("scores", 0)]
+    assert MessagePiece.objects.count() == 3
+
+
+def test_nan_and_infinity_in_metadata_are_sent_as_pyrit_writes_them(
+    client: RedteamClient,
+) -> None:
+    rows = factories.conversation_pieces(2)
+    rows[1]["prompt_metadata"] = {"entropy": float("inf"), "floor": float("-inf")}
+    score = factories.score(rows[1], score_metadata={"ratio": float("nan")})
+    sent: list[bytes] = []
+    real = client._request_once
+
+    def spy(method: str, path: str, body: bytes | None, headers: dict[str, str]) -> Any:
+        if body and path.startswith("/api/v1/ingest/"):
+            sent.append(body)
+        return real(method, path, body, headers)
+
+    client._request_once = spy  # type: ignore[method-assign]
+    result = client.push(pieces=rows, scores=[score])
+    assert b'"ratio":NaN' in sent[0] and b'"entropy":Infinity' in sent[0]
+    assert result.stored == 3
+    back = client.get(f"scores/{score['id']}/")
+    assert back["score_metadata"]["ratio"] != back["score_metadata"]["ratio"]  # NaN
+    piece = client.get(f"message-pieces/{rows[1]['id']}/")
+    assert piece["prompt_metadata"] == {"entropy": float("inf"), "floor": float("-inf")}
+
+
+def test_nul_in_a_response_is_sent_as_it_is_and_stored(client: RedteamClient) -> None:
+    rows = factories.conversation_pieces(4)
+    rows[3]["converted_value"] = "before\x00after"
+    result = client.push(pieces=rows)
+    assert result.stored == 4
+    assert client.get(f"message-pieces/{rows[3]['id']}/")["converted_value"] == "before\x00after"
+
+
+def test_a_prepended_image_without_sha256_is_attached_after_push(
+    client: RedteamClient, tmp_path: Path, fixtures_dir: Path
+) -> None:
+    data = (fixtures_dir / "pyrit-1.1" / "media" / "fixture_checkerboard.png").read_bytes()
+    image = tmp_path / "history.png"
+    image.write_bytes(data)
+    cid = str(uuid.uuid4())
+    rows = [
+        factories.piece(
+            cid,
+            0,
+            "user",
+            str(image),
+            original_value_data_type="image_path",
+            converted_value_data_type="image_path",
+            original_value_sha256=None,
+            converted_value_sha256=None,
+        ),
+        factories.piece(cid, 1, "assistant", "a checkerboard"),
+    ]
+    result = client.push(pieces=rows)
+    assert result.stored == 2 and result.media_uploaded == 2  # one upload per side
+    piece = MessagePiece.objects.get(id=rows[0]["id"])
+    digest = hashlib.sha256(data).hexdigest()
+    assert piece.original_media_id == digest and piece.converted_media_id == digest
+    assert piece.converted_value_sha256 is None  # PyRIT's row is kept as it was
+    # A second push changes nothing.
+    again = client.push(pieces=rows)
+    assert again.unchanged == 2
+    assert MessagePiece.objects.get(id=rows[0]["id"]).converted_media_id == digest
