@@ -30,6 +30,7 @@ from memory.models import (
     AttackResult,
     ComponentIdentifier,
     Conversation,
+    ConversationReference,
     MessagePiece,
     PieceConverter,
     ScenarioResult,
@@ -183,6 +184,10 @@ class LabelFilter(MultiValueFilter):
 
     field_class = LabelField
 
+    def condition(self, key: str, val: str) -> Q:
+        """The rows that carry the label."""
+        return Q(JSONHasKeyValue(self.field_name, key, val))
+
     def apply(self, qs: QuerySet[Any], value: list[tuple[str, str]]) -> QuerySet[Any]:
         """One condition per key; values of the same key are alternatives."""
         by_key: dict[str, list[str]] = {}
@@ -191,23 +196,51 @@ class LabelFilter(MultiValueFilter):
         for key, vals in by_key.items():
             condition = Q()
             for val in vals:
-                condition |= Q(JSONHasKeyValue(self.field_name, key, val))
+                condition |= self.condition(key, val)
             qs = qs.filter(condition)
         return qs
+
+
+def referenced_by_label(key: str, val: str) -> QuerySet[Any]:
+    """Ids of the conversations a result references (pruned, adversarial, scorer, converter
+    chats) where the result's own conversation carries the label.
+
+    PyRIT 1.x keeps labels on attack results only, so a related conversation has none of its
+    own; it is found through the result that references it, and its stored labels stay as
+    they are. One hop: a chat referenced only by another related conversation's result is
+    found by that result's labels.
+    """
+    return ConversationReference.objects.filter(
+        JSONHasKeyValue("attack_result__conversation__labels", key, val)
+    ).values("conversation_id")
+
+
+class ConversationLabelFilter(LabelFilter):
+    """Labels of a conversation: its own, or those of a result that references it."""
+
+    def condition(self, key: str, val: str) -> Q:
+        """Carries the label, or is referenced by a result whose conversation does."""
+        return Q(JSONHasKeyValue("labels", key, val)) | Q(
+            conversation_id__in=referenced_by_label(key, val)
+        )
 
 
 class FixedLabelFilter(df.CharFilter):
     """A single label key exposed as its own parameter (``operation=``, ``operator=``)."""
 
-    def __init__(self, *, label_key: str, **kwargs: Any) -> None:
+    def __init__(
+        self, *, label_key: str, labels: type[LabelFilter] = LabelFilter, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.label_key = label_key
+        self.labels = labels
 
     def filter(self, qs: QuerySet[Any], value: str) -> QuerySet[Any]:
-        """Match the label key exactly."""
+        """Match the label key exactly, as ``label=key:value`` would."""
         if not value:
             return qs
-        return qs.filter(JSONHasKeyValue(self.field_name, self.label_key, value.strip()))
+        labels = self.labels(field_name=self.field_name)
+        return labels.apply(qs, [(self.label_key, value.strip())])
 
 
 class ElementFilter(MultiValueFilter):
@@ -268,9 +301,16 @@ class ConversationFilterSet(df.FilterSet):
     """Filters for conversation lists (HTML page and /api/v1/conversations)."""
 
     q = df.CharFilter(method="filter_q", label="Search text", max_length=200)
-    operation = FixedLabelFilter(field_name="labels", label_key="operation", max_length=300)
-    operator = FixedLabelFilter(field_name="labels", label_key="operator", max_length=300)
-    label = LabelFilter(field_name="labels")
+    operation = FixedLabelFilter(
+        field_name="labels",
+        label_key="operation",
+        labels=ConversationLabelFilter,
+        max_length=300,
+    )
+    operator = FixedLabelFilter(
+        field_name="labels", label_key="operator", labels=ConversationLabelFilter, max_length=300
+    )
+    label = ConversationLabelFilter(field_name="labels")
     target = df.CharFilter(method="filter_target", max_length=300)
     attack = df.CharFilter(field_name="attack_class", max_length=255)
     converter = ElementFilter(field_name="converter_classes", match="all")
@@ -402,20 +442,16 @@ IDENTIFIER_USE_CHOICES = [(t, t) for t in IDENTIFIER_TYPES]
 
 
 class PieceLabelFilter(LabelFilter):
-    """Labels of a piece: its own (0.13 pieces carry labels) or its conversation's (1.x)."""
+    """Labels of a piece: its own (0.13 pieces carry labels) or its conversation's (1.x),
+    including the labels of a result that references its conversation."""
 
-    def apply(self, qs: QuerySet[Any], value: list[tuple[str, str]]) -> QuerySet[Any]:
-        """Every key matches one of its values, on the piece or on its conversation."""
-        by_key: dict[str, list[str]] = {}
-        for key, val in value:
-            by_key.setdefault(key, []).append(val)
-        for key, vals in by_key.items():
-            condition = Q()
-            for val in vals:
-                condition |= Q(JSONHasKeyValue("conversation__labels", key, val))
-                condition |= Q(JSONHasKeyValue("labels", key, val))
-            qs = qs.filter(condition)
-        return qs
+    def condition(self, key: str, val: str) -> Q:
+        """On the piece, on its conversation, or on a result referencing its conversation."""
+        return (
+            Q(JSONHasKeyValue("conversation__labels", key, val))
+            | Q(JSONHasKeyValue("labels", key, val))
+            | Q(conversation_id__in=referenced_by_label(key, val))
+        )
 
 
 class UUIDListField(MultiValueCharField):

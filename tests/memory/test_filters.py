@@ -10,7 +10,7 @@ from django.http import QueryDict
 from django.utils import timezone
 
 from memory.filters import AttackResultFilterSet, ConversationFilterSet
-from memory.models import Conversation
+from memory.models import Conversation, MessagePiece
 from memory.querysets import attack_results_for_list, conversations_for_list
 from tests.memory.row_factories import (
     PieceSpec,
@@ -165,3 +165,28 @@ def test_many_conversations_filter_without_error() -> None:
     for i in range(5):
         make_conversation(text_turns(2, prefix=f"c{i} "), labels={"operation": f"op{i % 2}"})
     assert len(_ids("label=operation:op1")) == 2
+
+
+def test_related_conversations_are_found_by_the_labels_of_the_result_referencing_them(
+    fixtures_dir: Any,
+) -> None:
+    from memory.filters import MessagePieceFilterSet
+    from memory.pyrit_sqlite import import_pyrit_memory
+
+    import_pyrit_memory(fixtures_dir / "pyrit-1.1" / "pyrit_memory.sqlite", media=False)
+    main, pruned, adversarial = (
+        "5d0d85c5-3efa-4f64-b261-64864804d9d8",
+        "8a03ed75-c712-4a63-9a83-1c16efdefbd6",
+        "1f62f162-ad68-4382-ba17-e394db9c67e2",
+    )
+    # The result of `main` is labelled review=manual and references the other two.
+    assert _ids("label=review:manual") == {main, pruned, adversarial}
+    # The red-teaming chat a581... carries no labels: found through 8a03's result.
+    assert "a5810299-e1e5-44df-bd60-6214d2336f36" in _ids("operation=fixture_op_1")
+    # Their stored labels are not changed.
+    assert "review" not in Conversation.objects.get(pk=adversarial).labels
+    pieces = MessagePieceFilterSet(
+        QueryDict("label=review:manual"), queryset=MessagePiece.objects.all()
+    )
+    assert pieces.is_valid(), pieces.errors
+    assert {p.conversation_id for p in pieces.qs} == {main, pruned, adversarial}
