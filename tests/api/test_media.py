@@ -138,3 +138,61 @@ def test_media_needs_the_right_scopes(make_key: KeyFactory, png: bytes) -> None:
     assert writer.get(f"{UPLOAD}{digest}/").status_code == 403
     assert reader.get(f"{UPLOAD}{digest}/").status_code == 200
     assert APIClient().get(f"{UPLOAD}{digest}/").status_code == 401
+
+
+def _unhashed_image(api: APIClient, path: str = "/home/attacker/run/history.png") -> str:
+    """Store a prepended image piece PyRIT left without sha256s; return its id."""
+    row = factories.piece(
+        str(uuid.uuid4()),
+        0,
+        "user",
+        path,
+        original_value_data_type="image_path",
+        converted_value_data_type="image_path",
+        original_value_sha256=None,
+        converted_value_sha256=None,
+    )
+    assert api.post("/api/v1/ingest/", {"message_pieces": [row]}, format="json").status_code == 200
+    return str(row["id"])
+
+
+def test_upload_links_named_pieces_without_sha256_on_the_named_side(
+    api: APIClient, png: bytes
+) -> None:
+    piece_id = _unhashed_image(api)
+    answer = upload(api, png, "history.png", converted_piece_id=[piece_id])
+    assert answer.status_code == 201
+    piece = MessagePiece.objects.get(id=piece_id)
+    assert piece.converted_media_id == hashlib.sha256(png).hexdigest()
+    assert piece.original_media_id is None  # only the side named
+    assert piece.converted_value_sha256 is None  # PyRIT's row is kept as it was
+
+
+def test_named_links_never_replace_a_link_or_a_sha256(api: APIClient, png: bytes) -> None:
+    piece_id = _unhashed_image(api)
+    upload(api, png, "history.png", original_piece_id=[piece_id])
+    other = PNG_MAGIC + b"another image"
+    upload(api, other, "other.png", original_piece_id=[piece_id])
+    piece = MessagePiece.objects.get(id=piece_id)
+    assert piece.original_media_id == hashlib.sha256(png).hexdigest()
+    # A piece with a sha256 is linked by content only, whatever id is named.
+    digest = hashlib.sha256(png).hexdigest()
+    hashed = factories.piece(
+        str(uuid.uuid4()),
+        0,
+        "user",
+        "/x.png",
+        original_value_data_type="image_path",
+        converted_value_data_type="image_path",
+        original_value_sha256=digest,
+        converted_value_sha256=digest,
+    )
+    api.post("/api/v1/ingest/", {"message_pieces": [hashed]}, format="json")
+    upload(api, other, "other.png", converted_piece_id=[hashed["id"]])
+    assert MessagePiece.objects.get(id=hashed["id"]).converted_media_id == digest
+
+
+def test_named_piece_ids_must_be_uuids(api: APIClient, png: bytes) -> None:
+    answer = upload(api, png, "x.png", original_piece_id=["../../etc/passwd"])
+    assert answer.status_code == 400 and "UUID" in answer.json()["detail"]
+    assert MediaBlob.objects.count() == 0
