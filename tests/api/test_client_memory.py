@@ -172,18 +172,70 @@ class FakeMemory:
         return list(self.rows["seeds"])
 
 
+class FakeLegacyMemory(FakeMemory):
+    """Stands in for a PyRIT 0.13 MemoryInterface: labels on pieces, no conversation rows,
+    get_conversation answering with the messages."""
+
+    def get_attack_results(
+        self, *, labels: dict[str, str] | None = None, conversation_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        self.calls.append("get_attack_results")
+        chosen = {p["conversation_id"] for p in self.get_message_pieces(labels=labels)}
+        return [
+            r
+            for r in self.rows["attack_results"]
+            if (conversation_id is None or r["conversation_id"] == conversation_id)
+            and r["conversation_id"] in chosen
+        ]
+
+    def get_message_pieces(
+        self,
+        *,
+        conversation_id: str | None = None,
+        labels: dict[str, str] | None = None,
+        prompt_ids: list[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        return [
+            p
+            for p in self.rows["message_pieces"]
+            if (conversation_id is None or p["conversation_id"] == conversation_id)
+            and all(p["labels"].get(k) == v for k, v in (labels or {}).items())
+            and (prompt_ids is None or p["id"] in prompt_ids)
+        ]
+
+    def get_prompt_scores(self, *, prompt_ids: list[str]) -> list[dict[str, Any]]:
+        return [s for s in self.rows["scores"] if s["message_piece_id"] in prompt_ids]
+
+    def get_conversation(self, *, conversation_id: str) -> list[dict[str, Any]]:
+        return self.get_message_pieces(conversation_id=conversation_id)
+
+    _get_conversation = None  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize(
+    ("line", "fake", "labels"),
+    [
+        ("pyrit-1.1", FakeMemory, {"review": "manual"}),
+        ("pyrit-0.13", FakeLegacyMemory, {"operator": "roakey"}),
+    ],
+)
 def test_push_memory_of_a_memory_object_sends_what_the_file_selection_sends(
-    live_server: Any, fixtures_dir: Path
+    live_server: Any,
+    fixtures_dir: Path,
+    line: str,
+    fake: type[FakeMemory],
+    labels: dict[str, str],
 ) -> None:
-    path = memory_path(fixtures_dir, "pyrit-1.1")
+    path = memory_path(fixtures_dir, line)
     fresh_state()
     by_file = new_client(live_server.url)
-    by_file.push_memory(str(path), labels={"review": "manual"})
+    by_file.push_memory(str(path), labels=labels)
     from_file = api_snapshot(by_file)
+    assert from_file["message-pieces"]
     fresh_state()
     by_object = new_client(live_server.url)
-    memory = FakeMemory(path)
-    result = by_object.push_memory(memory, labels={"review": "manual"})
+    memory = fake(path)
+    result = by_object.push_memory(memory, labels=labels)
     assert result.rejected == [] and "get_attack_results" in memory.calls
     assert api_snapshot(by_object) == from_file
 
