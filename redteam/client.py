@@ -644,14 +644,14 @@ class PyritMemoryFile:
     # -- selection ---------------------------------------------------------------------------
 
     def _ordered_rowids(
-        self, table: str, order: str, keep: Callable[[sqlite3.Row], bool]
+        self, table: str, order: str, needs: Sequence[str], keep: Callable[[sqlite3.Row], bool]
     ) -> list[int]:
-        columns = self.tables[table]
-        wanted = ", ".join(f'"{c}"' for c in sorted(columns))
+        """Rowids of the rows ``keep`` accepts, in reading order (reads only ``needs``)."""
+        wanted = "".join(f', "{c}"' for c in needs if c in self.tables[table])
         return [
             int(r["_rowid"])
             for r in self.conn.execute(
-                f'SELECT rowid AS _rowid, {wanted} FROM "{table}" ORDER BY {order}'
+                f'SELECT rowid AS _rowid{wanted} FROM "{table}" ORDER BY {order}'
             )
             if keep(r)
         ]
@@ -674,10 +674,24 @@ class PyritMemoryFile:
         conversation). Every seed. Related conversations carry no labels of their own and are
         reached through the result that references them; their rows are not changed.
         """
+        result_columns = [
+            c
+            for c in (
+                "id",
+                "conversation_id",
+                "labels",
+                "pruned_conversation_ids",
+                "adversarial_chat_conversation_ids",
+                "attribution_parent_id",
+            )
+            if c in self.tables.get("AttackResultEntries", ())
+        ]
         results = (
             [
-                dict(r) | {"_rowid": r["_rowid"]}
-                for r in self.conn.execute('SELECT rowid AS _rowid, * FROM "AttackResultEntries"')
+                dict(r)
+                for r in self.conn.execute(
+                    f'SELECT {", ".join(result_columns)} FROM "AttackResultEntries"'
+                )
             ]
             if "AttackResultEntries" in self.tables
             else []
@@ -736,17 +750,21 @@ class PyritMemoryFile:
             for r in results
             if str(r["id"]) in chosen and r.get("attribution_parent_id")
         }
-        keep: dict[str, Callable[[sqlite3.Row], bool]] = {
-            "Conversations": lambda row: str(row["conversation_id"]) in conversations,
-            "PromptMemoryEntries": lambda row: str(row["conversation_id"]) in conversations,
-            "ScoreEntries": score_wanted,
-            "AttackResultEntries": lambda row: str(row["id"]) in chosen,
-            "ScenarioResultEntries": lambda row: str(row["id"]) in parents,
+        in_conversations = ("conversation_id",), lambda row: str(row[1]) in conversations
+        keep: dict[str, tuple[tuple[str, ...], Callable[[sqlite3.Row], bool]]] = {
+            "Conversations": in_conversations,
+            "PromptMemoryEntries": in_conversations,
+            "ScoreEntries": (
+                ("prompt_request_response_id", "scorable", "scorable_content_id"),
+                score_wanted,
+            ),
+            "AttackResultEntries": (("id",), lambda row: str(row["id"]) in chosen),
+            "ScenarioResultEntries": (("id",), lambda row: str(row["id"]) in parents),
         }
         selection: dict[str, list[int]] = {}
         for spec in self.specs():
-            rule = keep.get(spec.table, lambda row: True)
-            selection[spec.table] = self._ordered_rowids(spec.table, spec.order, rule)
+            needs, rule = keep.get(spec.table, ((), lambda row: True))
+            selection[spec.table] = self._ordered_rowids(spec.table, spec.order, needs, rule)
         return selection
 
 
