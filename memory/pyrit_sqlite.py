@@ -302,6 +302,7 @@ def _run_kind(
     media: bool,
     media_from: str | Path | None,
 ) -> Iterator[ImportProgress]:
+    """One registered table through ingest_batch, chunk by chunk, then its media."""
     total = memory.count(spec.table)
     report.table(spec.table).read = total
     done = 0
@@ -322,6 +323,7 @@ def _run_kind(
 def _run_identifiers(
     memory: PyritMemoryFile, table: str, report: ImportReport, chunk_size: int
 ) -> Iterator[ImportProgress]:
+    """One content-addressed identifier table, stored from its identifier_json."""
     total = memory.count(table)
     report.table(table).read = total
     done = 0
@@ -341,6 +343,7 @@ def _import_tables(
     media: bool,
     media_from: str | Path | None,
 ) -> Iterator[ImportProgress]:
+    """Every table: registered kinds, identifiers, edge checks, then what is not mapped."""
     tables = memory.tables
     specs = memory.specs()
     for spec in specs:

@@ -62,6 +62,7 @@ __all__ = [
     "RedteamError",
     "RedteamHTTPError",
     "RedteamPushError",
+    "json_column",
     "main",
     "resolve_media_path",
     "to_jsonable",
@@ -469,6 +470,7 @@ def seed_from_row(row: sqlite3.Row) -> dict[str, Any]:
 
 
 def _attack_result_items(memory: PyritMemoryFile, rows: list[sqlite3.Row]) -> list[dict[str, Any]]:
+    """AttackResultEntries rows with the last response and score rows they name."""
     pieces = memory.rows_by_id(
         "PromptMemoryEntries", [r["last_response_id"] for r in rows if r["last_response_id"]]
     )
@@ -580,6 +582,7 @@ class PyritMemoryFile:
         chunk: list[sqlite3.Row] = []
 
         def key(row: sqlite3.Row) -> tuple[Any, ...]:
+            """The group a row belongs to (a message: conversation and sequence)."""
             return tuple(row[c] for c in group_by)
 
         for row in stream:
@@ -591,6 +594,7 @@ class PyritMemoryFile:
             yield chunk
 
     def _rows_by_rowid(self, table: str, rowids: Sequence[int]) -> Iterator[sqlite3.Row]:
+        """Rows by rowid, in the order given (IN lists of at most 500: SQLite's bound limit)."""
         for start in range(0, len(rowids), 500):
             part = list(rowids[start : start + 500])
             marks = ",".join("?" * len(part))
@@ -736,6 +740,7 @@ class PyritMemoryFile:
         piece_ids |= {o for _, cid, o in piece_index if cid in conversations and o}
 
         def score_wanted(row: sqlite3.Row) -> bool:
+            """A score of a chosen piece, by its piece or its scorable, or of loose content."""
             if str(row["prompt_request_response_id"]) in piece_ids:
                 return True
             keys = row.keys()
@@ -1311,6 +1316,7 @@ def _memory_object_items(
     results: dict[str, Any] = {}
 
     def add_results(objs: Iterable[Any]) -> None:
+        """Keep each result once, the first form seen (the caller's before memory's)."""
         for obj in objs:
             results.setdefault(_result_id(obj), obj)
 
@@ -1399,6 +1405,7 @@ def _is_loose_score(score: Mapping[str, Any]) -> bool:
 
 
 def _label(text: str) -> tuple[str, str]:
+    """A --label KEY=VALUE argument."""
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")

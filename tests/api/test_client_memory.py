@@ -62,6 +62,7 @@ def api_snapshot(client: RedteamClient) -> dict[str, str]:
 
 
 def memory_path(fixtures_dir: Path, line: str) -> Path:
+    """The fixture run's PyRIT memory file."""
     return fixtures_dir / line / "pyrit_memory.sqlite"
 
 
