@@ -234,10 +234,10 @@ def _link_file_media(
     report: ImportReport,
     seen: dict[str, str | None],
 ) -> None:
-    """Store the bytes of the files these pieces/seeds name and link them, as an upload does."""
-    from memory.services import link_media as link_pieces
-    from redteam.media import MediaTooLarge, store_media_bytes
-    from seeds.services import link_media as link_seeds
+    """Store the bytes of the files these pieces/seeds name and link them (store_media, as an
+    upload does); pieces PyRIT left without a sha256 are named by id."""
+    from memory.services import store_media
+    from redteam.media import MediaTooLarge
 
     counter = report.table("media")
     files: dict[str, dict[str, list[str]]] = {}  # path -> side -> ids of pieces without sha256
@@ -263,7 +263,12 @@ def _link_file_media(
         try:
             data = Path(path).read_bytes()
             existed = MediaBlob.objects.filter(sha256=hashlib.sha256(data).hexdigest()).exists()
-            blob = store_media_bytes(data, filename=Path(path).name)
+            store_media(
+                data,
+                filename=Path(path).name,
+                original_piece_ids=ids.get("original", ()),
+                converted_piece_ids=ids.get("converted", ()),
+            )
         except (OSError, MediaTooLarge) as exc:
             counter.rejected += 1
             if len(report.errors) < MAX_REPORTED_ERRORS:
@@ -273,12 +278,6 @@ def _link_file_media(
             counter.unchanged += 1
         else:
             counter.stored += 1
-        link_pieces(
-            blob,
-            original_piece_ids=ids.get("original", ()),
-            converted_piece_ids=ids.get("converted", ()),
-        )
-        link_seeds(blob)
 
 
 def iter_import(

@@ -17,6 +17,7 @@ create the same conversation at once serialise on its row instead of failing.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from django.db.models import Q
 
@@ -33,6 +34,7 @@ __all__ = [
     "register_score_store",
     "store_attack_results",
     "store_conversations",
+    "store_media",
     "store_message_pieces",
     "store_scenario_results",
 ]
@@ -68,3 +70,24 @@ def link_media(
             match, **{f"{side}_value_data_type__in": media}
         ).update(**{f"{side}_media": blob})
     return linked
+
+
+def store_media(
+    data: bytes,
+    *,
+    filename: str,
+    user: Any = None,
+    original_piece_ids: Iterable[str] = (),
+    converted_piece_ids: Iterable[str] = (),
+) -> MediaBlob:
+    """Store media bytes (content-addressed) and link every piece and seed they belong to.
+
+    What an upload and the memory-file import both do with a file's bytes.
+    """
+    from redteam.media import store_media_bytes
+    from seeds.services import link_media as link_seeds  # seeds may be absent from a slim install
+
+    blob = store_media_bytes(data, filename=filename, user=user)
+    link_media(blob, original_piece_ids=original_piece_ids, converted_piece_ids=converted_piece_ids)
+    link_seeds(blob)
+    return blob

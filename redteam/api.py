@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -254,25 +253,6 @@ class IngestView(APIView):
         return Response(report.as_dict(), status=report.status_code)
 
 
-def _store_media(
-    data: bytes, *, filename: str, user: Any, piece_ids: Mapping[str, list[str]]
-) -> MediaBlob:
-    # Imported here: redteam.media (h2) and memory.services are app-level code this
-    # project-level view composes; resolving late keeps `manage.py check` import order simple.
-    from memory.services import link_media as link_pieces
-    from redteam.media import store_media_bytes
-    from seeds.services import link_media as link_seeds
-
-    blob = store_media_bytes(data, filename=filename, user=user)
-    link_pieces(
-        blob,
-        original_piece_ids=piece_ids["original"],
-        converted_piece_ids=piece_ids["converted"],
-    )
-    link_seeds(blob)
-    return blob
-
-
 def _piece_ids(request: Request) -> dict[str, list[str]]:
     """The `original_piece_id` / `converted_piece_id` form fields, checked as UUIDs."""
     out: dict[str, list[str]] = {}
@@ -373,8 +353,15 @@ class MediaUploadView(APIView):
         except ValueError as exc:
             return _problem(str(exc), status.HTTP_400_BAD_REQUEST)
         existed = MediaBlob.objects.filter(sha256=digest).exists()
-        blob = _store_media(
-            data, filename=upload.name or "", user=request.user, piece_ids=piece_ids
+        # Resolved late: memory.services is app-level code this project-level view composes.
+        from memory.services import store_media
+
+        blob = store_media(
+            data,
+            filename=upload.name or "",
+            user=request.user,
+            original_piece_ids=piece_ids["original"],
+            converted_piece_ids=piece_ids["converted"],
         )
         body = {**_blob_dict(blob), "created": not existed}
         return Response(body, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
