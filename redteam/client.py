@@ -41,7 +41,6 @@ import json
 import mimetypes
 import os
 import random
-import re
 import sqlite3
 import sys
 import time
@@ -292,7 +291,10 @@ def _timestamp(value: Any, line: str) -> Any:
         return value
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    parsed = parsed.astimezone(UTC)
+    try:
+        parsed = parsed.astimezone(UTC)
+    except OverflowError:
+        return value  # out of range in UTC: the server names it, as for a pushed item
     if line == "1.x":
         return parsed.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     return parsed.isoformat()
@@ -1222,15 +1224,6 @@ class RedteamClient:
             head, _, rest = field.partition("].")
             field = rest if head.startswith(f"{kind}[") and rest else field
         code = "too_large" if exc.status == 413 else "invalid"
-        # The unit was sent alone: its items sat at 0..n-1 of their list in that request.
-        callers = [index for index, _ in entries]
-        message = re.sub(
-            rf"\b{kind}\[(\d+)\]",
-            lambda m: (
-                f"{kind}[{callers[int(m.group(1))]}]" if int(m.group(1)) < len(callers) else m[0]
-            ),
-            message,
-        )
         for index, item in entries:
             result.rejected.append(
                 _rejection(kind, index, item.get(ID_KEYS.get(kind, "id")), field, message, code)

@@ -251,20 +251,37 @@ def test_an_oversize_string_rejects_only_its_item_and_the_rest_is_sent(
 def test_split_batches_report_the_callers_indexes_in_every_list(
     client: RedteamClient, settings: Any
 ) -> None:
-    settings.REDTEAM_MAX_STRING_CHARS = 1000
+    settings.REDTEAM_MAX_ITEMS = 3  # every batch of 100 is refused whole (413) and split
     client.batch_size = 100
     rows = factories.conversation_pieces(6)
-    rows[4]["converted_value"] = "x" * 5000
+    rows[4]["role"] = "wizard"
     scores = [factories.score(rows[i]) for i in (1, 3, 5)]
-    scores[2]["score_rationale"] = "y" * 5000
+    scores[2]["score_type"] = "wizard"
     with pytest.raises(RedteamPushError) as excinfo:
         client.push(pieces=rows, scores=scores)
     rejected = {(r["kind"], r["index"]) for r in excinfo.value.rejected}
     assert rejected == {("message_pieces", 4), ("scores", 2)}
     assert "message_pieces[4]" in str(excinfo.value) and "scores[2]" in str(excinfo.value)
     assert excinfo.value.result.stored == 5 + 2
-    # The server's message names the value by its place in the split batch: made the caller's.
-    assert "scores[2].score_rationale" in excinfo.value.rejected[1]["errors"][0]["message"]
+
+
+def test_an_item_over_the_body_limit_alone_is_reported_by_the_callers_index(
+    client: RedteamClient, settings: Any
+) -> None:
+    settings.REDTEAM_MAX_BODY_BYTES = 6000
+    client.batch_size = 100
+    rows = factories.conversation_pieces(6)
+    rows[3]["converted_value"] = "x" * 10_000  # its own message; no body can carry it
+    with pytest.raises(RedteamPushError) as excinfo:
+        client.push(pieces=rows)
+    [rejected] = excinfo.value.rejected
+    assert (rejected["kind"], rejected["index"], rejected["id"]) == (
+        "message_pieces",
+        3,
+        rows[3]["id"],
+    )
+    assert rejected["errors"][0]["code"] == "too_large"
+    assert MessagePiece.objects.count() == 5
 
 
 def test_an_unserialisable_object_is_reported_after_the_rest_is_sent(
