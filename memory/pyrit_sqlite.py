@@ -7,9 +7,13 @@ Each chunk goes through ``redteam.ingest.ingest_batch``, as an API request does,
 file and importing it store the same rows under the same rules, and a re-run stores nothing new.
 
 How each table maps (PYRIT-MODEL.md section 8): the reader's ``MEMORY_TABLES`` (Conversations,
-PromptMemoryEntries, ScoreEntries, AttackResultEntries with its last response and score, and
+PromptMemoryEntries, ScoreEntries with the ``ScorableContentEntries`` row a loose-content score
+names (``scorable_content``), AttackResultEntries with its last response and score, and
 pruned/adversarial ids turned into related conversations with PyRIT's reload descriptions,
-SeedPromptEntries). Besides those:
+ScenarioResultEntries (1.x as ``model_dump`` with its attack results re-attached by
+``attribution_data["parent_collection"]``, as ``get_scenario_results`` does; 0.13 as the table
+row, keeping ``scenario_init_data`` and ``attack_results_json``), SeedPromptEntries). Besides
+those:
 
 * The content-addressed identifier tables (1.x) are projections of the JSON copies: their
   ``identifier_json`` rows are stored as identifiers too, and the edge tables
@@ -81,9 +85,11 @@ EDGE_TABLES = (
     ("AtomicAttackSeedIdentifiers", "atomic_attack_identifier_hash", "seed_identifier_hash"),
 )
 UNMAPPED_TABLES = {
-    "ScenarioResultEntries": "no scenario table here; attack results keep attribution_parent_id",
-    "ScorableContentEntries": "scored non-conversation content; scores keep scorable_content_id",
     "EmbeddingData": "embeddings are not stored",
+}
+# Read with the rows of another table, not on their own.
+CARRIED_TABLES = {
+    "ScorableContentEntries": "stored with the scores that name them (content-addressed)",
 }
 MEDIA_SIDES = (
     ("original", "original_value", "original_value_data_type", "original_value_sha256"),
@@ -361,6 +367,11 @@ def _import_tables(
         if table in tables:
             _check_edges(memory.conn, table, parent, child, report)
     mapped = {spec.table for spec in specs}
+    for table, note in CARRIED_TABLES.items():
+        if table in tables:
+            counter = report.table(table)
+            counter.read = memory.count(table)
+            counter.note = note
     for table, reason in UNMAPPED_TABLES.items():
         if table in tables and table not in mapped:
             counter = report.table(table)
@@ -372,6 +383,7 @@ def _import_tables(
         *IDENTIFIER_TABLES,
         *(t for t, _, _ in EDGE_TABLES),
         *UNMAPPED_TABLES,
+        *CARRIED_TABLES,
         *METADATA_TABLES,
     }
     for table in sorted(set(tables) - known):

@@ -336,8 +336,22 @@ def piece_from_row(row: sqlite3.Row, line: str) -> dict[str, Any]:
     return _with_version(item, row)
 
 
-def score_from_row(row: sqlite3.Row, line: str) -> dict[str, Any]:
-    """A ScoreEntries row: 1.x as the ScoreEntry view, 0.13 as Score.to_dict() plus task."""
+def scorable_content_from_row(row: sqlite3.Row) -> dict[str, Any]:
+    """A ScorableContentEntries row (1.1) as the dict a score carries under scorable_content."""
+    return {
+        "id": row["id"],
+        "value": row["value"],
+        "value_sha256": row["value_sha256"],
+        "data_type": row["data_type"],
+        "timestamp": _timestamp(row["timestamp"], "1.x"),
+    }
+
+
+def score_from_row(
+    row: sqlite3.Row, line: str, contents: Mapping[str, sqlite3.Row] | None = None
+) -> dict[str, Any]:
+    """A ScoreEntries row: 1.x as the ScoreEntry view (with the loose content it names from
+    ``contents``), 0.13 as Score.to_dict() plus task."""
     item: dict[str, Any] = {
         "id": row["id"],
         "score_value": row["score_value"],
@@ -355,6 +369,9 @@ def score_from_row(row: sqlite3.Row, line: str) -> dict[str, Any]:
         item["scorable"] = json_column(row["scorable"])
         item["scorable_content_id"] = row["scorable_content_id"]
         item["prompt_request_response_id"] = row["prompt_request_response_id"]
+        content = (contents or {}).get(str(row["scorable_content_id"]))
+        if content is not None:
+            item["scorable_content"] = scorable_content_from_row(content)
     else:
         item["message_piece_id"] = row["prompt_request_response_id"]
         item["task"] = row["task"]
@@ -426,6 +443,52 @@ def attack_result_from_row(
     return _with_version(item, row)
 
 
+def scenario_result_from_row(
+    row: sqlite3.Row, line: str, attack_results: Mapping[str, list[dict[str, Any]]]
+) -> dict[str, Any]:
+    """A ScenarioResultEntries row: 1.x as ScenarioResult.model_dump (its attack results
+    re-attached by name, as get_scenario_results does), 0.13 as the table row itself."""
+    if line == "0.13":
+        return {
+            "id": row["id"],
+            "scenario_name": row["scenario_name"],
+            "scenario_description": row["scenario_description"],
+            "scenario_version": row["scenario_version"],
+            "pyrit_version": row["pyrit_version"],
+            "scenario_init_data": json_column(row["scenario_init_data"]),
+            "objective_target_identifier": json_column(row["objective_target_identifier"]),
+            "objective_scorer_identifier": json_column(row["objective_scorer_identifier"]),
+            "scenario_run_state": row["scenario_run_state"],
+            "attack_results_json": row["attack_results_json"],
+            "labels": json_column(row["labels"], {}),
+            "number_tries": row["number_tries"],
+            "completion_time": _timestamp(row["completion_time"], line),
+            "timestamp": _timestamp(row["timestamp"], line),
+        }
+    return {
+        "id": row["id"],
+        "scenario_identifier": json_column(row["scenario_identifier"]),
+        "scenario_description": row["scenario_description"] or "",
+        "attack_results": dict(attack_results),
+        "scenario_run_state": row["scenario_run_state"],
+        "labels": json_column(row["labels"], {}),
+        "creation_time": _timestamp(row["timestamp"], line),
+        "completion_time": _timestamp(row["completion_time"], line),
+        "number_tries": row["number_tries"],
+        "display_group_map": json_column(row["display_group_map_json"], {}),
+        "error_message": row["error_message"],
+        "error_type": row["error_type"],
+        # Not a column: PyRIT's own reload gives [] too.
+        "error_attack_result_ids": [],
+        "metadata": json_column(row["scenario_metadata"], {}),
+        "scenario_name": row["scenario_name"],
+        "scenario_version": row["scenario_version"],
+        "pyrit_version": row["pyrit_version"],
+        "objective_target_identifier": json_column(row["objective_target_identifier"]),
+        "objective_scorer_identifier": json_column(row["objective_scorer_identifier"]),
+    }
+
+
 def conversation_from_row(row: sqlite3.Row) -> dict[str, Any]:
     """A 1.x Conversations row as Conversation.model_dump gives it."""
     item = {
@@ -482,6 +545,48 @@ def _attack_result_items(memory: PyritMemoryFile, rows: list[sqlite3.Row]) -> li
     return [attack_result_from_row(r, memory.line, pieces, scores) for r in rows]
 
 
+def _scenario_attack_results(
+    memory: PyritMemoryFile, scenario_ids: Sequence[str]
+) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Each scenario's attack results by atomic attack name (attribution_data's
+    parent_collection), as PyRIT's get_scenario_results re-attaches them."""
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    if memory.line != "1.x" or not scenario_ids:
+        return out
+    rows = sorted(
+        memory.rows_where_in("AttackResultEntries", "attribution_parent_id", scenario_ids),
+        key=lambda r: (r["timestamp"], r["id"]),
+    )
+    pieces = memory.rows_by_id(
+        "PromptMemoryEntries", [r["last_response_id"] for r in rows if r["last_response_id"]]
+    )
+    scores = memory.rows_by_id(
+        "ScoreEntries", [r["last_score_id"] for r in rows if r["last_score_id"]]
+    )
+    for row in rows:
+        data = json_column(row["attribution_data"], {})
+        name = data.get("parent_collection") if isinstance(data, dict) else None
+        if not isinstance(name, str):
+            continue  # PyRIT skips results without a collection name too
+        out.setdefault(str(row["attribution_parent_id"]), {}).setdefault(name, []).append(
+            attack_result_from_row(row, memory.line, pieces, scores)
+        )
+    return out
+
+
+def _score_items(memory: PyritMemoryFile, rows: list[sqlite3.Row]) -> list[dict[str, Any]]:
+    """ScoreEntries rows, each with the loose content (ScorableContentEntries) it names."""
+    ids = [r["scorable_content_id"] for r in rows if "scorable_content_id" in r.keys()]  # noqa: SIM118
+    contents = memory.rows_by_id("ScorableContentEntries", [i for i in ids if i])
+    return [score_from_row(r, memory.line, contents) for r in rows]
+
+
+def _scenario_items(memory: PyritMemoryFile, rows: list[sqlite3.Row]) -> list[dict[str, Any]]:
+    """ScenarioResultEntries rows with their attack results re-attached (1.x)."""
+    attached = _scenario_attack_results(memory, [str(r["id"]) for r in rows])
+    return [scenario_result_from_row(r, memory.line, attached.get(str(r["id"]), {})) for r in rows]
+
+
 MEMORY_TABLES: list[MemoryTable] = [
     MemoryTable(
         "conversations", "Conversations", lambda m, rows: [conversation_from_row(r) for r in rows]
@@ -493,10 +598,9 @@ MEMORY_TABLES: list[MemoryTable] = [
         order="conversation_id, sequence, rowid",
         group_by=("conversation_id", "sequence"),
     ),
-    MemoryTable(
-        "scores", "ScoreEntries", lambda m, rows: [score_from_row(r, m.line) for r in rows]
-    ),
+    MemoryTable("scores", "ScoreEntries", _score_items),
     MemoryTable("attack_results", "AttackResultEntries", _attack_result_items),
+    MemoryTable("scenario_results", "ScenarioResultEntries", _scenario_items),
     MemoryTable("seeds", "SeedPromptEntries", lambda m, rows: [seed_from_row(r) for r in rows]),
 ]
 
@@ -608,22 +712,26 @@ class PyritMemoryFile:
             }
             yield from (found[r] for r in part if r in found)
 
+    def rows_where_in(self, table: str, column: str, values: Iterable[Any]) -> list[sqlite3.Row]:
+        """Rows whose ``column`` is one of ``values`` (IN lists of at most 500: SQLite's bound
+        limit); none when the file has no such table."""
+        rows: list[sqlite3.Row] = []
+        if table not in self.tables:
+            return rows
+        wanted = list(dict.fromkeys(str(v) for v in values))
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows += self.conn.execute(
+                f'SELECT * FROM "{table}" WHERE "{column}" IN ({marks})', part
+            ).fetchall()
+        return rows
+
     def rows_by_id(
-        self, table: str, ids: Sequence[Any], column: str = "id"
+        self, table: str, ids: Iterable[Any], column: str = "id"
     ) -> dict[str, sqlite3.Row]:
         """Rows whose ``column`` is one of ``ids``, by that value."""
-        out: dict[str, sqlite3.Row] = {}
-        if table not in self.tables:
-            return out
-        ids = list(dict.fromkeys(str(i) for i in ids))
-        for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            marks = ",".join("?" * len(part))
-            for row in self.conn.execute(
-                f'SELECT * FROM "{table}" WHERE "{column}" IN ({marks})', part
-            ):
-                out[str(row[column])] = row
-        return out
+        return {str(row[column]): row for row in self.rows_where_in(table, column, ids)}
 
     def items(
         self, spec: MemoryTable, *, rowids: Sequence[int] | None = None, chunk_size: int = 1000

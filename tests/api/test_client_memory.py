@@ -23,7 +23,16 @@ from tests.api.pyrit_fixtures import LINES
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-RESOURCES = ("message-pieces", "conversations", "scores", "attack-results", "seeds", "identifiers")
+RESOURCES = (
+    "message-pieces",
+    "conversations",
+    "scores",
+    "attack-results",
+    "scenario-results",
+    "seeds",
+    "identifiers",
+)
+SCENARIO_RUN = Path(__file__).resolve().parent.parent / "fixtures" / "pyrit_1_1_scenario"
 # The 1.1 run: the result labelled review=manual (conversation 5d0d...) pruned 8a03... (whose
 # own result talked to adversarial chat a581...) and used 1f62... as its adversarial chat.
 MANUAL_CONVERSATIONS = {
@@ -93,6 +102,28 @@ def test_push_memory_of_a_file_answers_like_import_pyrit_memory(
         scores = memory.count("ScoreEntries")
     assert len(snapshot["message-pieces"].splitlines()) == pieces
     assert len(snapshot["scores"].splitlines()) == scores
+
+
+def test_push_memory_of_a_scenario_run_answers_like_the_import(live_server: Any) -> None:
+    snapshot = assert_push_equals_import(live_server.url, SCENARIO_RUN / "pyrit_memory.sqlite")
+    assert len(snapshot["scenario-results"].splitlines()) == 2
+    with PyritMemoryFile(SCENARIO_RUN / "pyrit_memory.sqlite") as memory:
+        # Loose-content scores included (their content travels with them).
+        assert len(snapshot["scores"].splitlines()) == memory.count("ScoreEntries")
+
+
+def test_push_memory_by_conversation_brings_the_scenario_its_result_belongs_to(
+    live_server: Any,
+) -> None:
+    path = SCENARIO_RUN / "pyrit_memory.sqlite"
+    with sqlite3.connect(path) as conn:
+        cid, parent = conn.execute(
+            "SELECT conversation_id, attribution_parent_id FROM AttackResultEntries "
+            "WHERE attribution_parent_id IS NOT NULL LIMIT 1"
+        ).fetchone()
+    client = new_client(live_server.url)
+    client.push_memory(str(path), conversation_ids=[cid])
+    assert [s["id"] for s in client.iter_list("scenario-results")] == [parent]
 
 
 def test_push_memory_by_labels_brings_every_conversation_the_results_reference(
