@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db import models
 
-from memory.textview import visible_json
+from memory.textview import MAX_METADATA_CHARS, visible_json
 from redteam.choices import (
     CONVERSATION_TYPE_CHOICES,
     DATA_TYPE_CHOICES,
@@ -359,7 +359,7 @@ class AttackResult(models.Model):
     @property
     def metadata_json(self) -> str:
         """metadata as indented JSON for display, invisible characters escaped."""
-        return visible_json(self.metadata)
+        return visible_json(self.metadata, limit=MAX_METADATA_CHARS)
 
     @property
     def scenario_id(self) -> uuid.UUID | None:

@@ -11,6 +11,7 @@ from typing import Any
 from memory.models import MessagePiece, PieceConverter
 from memory.reassembly import group_by_sequence
 from memory.textview import (
+    MAX_METADATA_CHARS,
     DisplayText,
     TextDiff,
     display_text,
@@ -52,7 +53,7 @@ class PieceView:
     @property
     def metadata_json(self) -> str:
         """prompt_metadata as indented JSON."""
-        return visible_json(self.piece.prompt_metadata)
+        return visible_json(self.piece.prompt_metadata, limit=MAX_METADATA_CHARS)
 
     @property
     def differs(self) -> bool:

@@ -6,9 +6,6 @@ prefetch_related / only), so a page costs a constant number of queries whatever 
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from django.db.models import Prefetch, QuerySet
 
 from memory.models import (
@@ -16,10 +13,16 @@ from memory.models import (
     ComponentIdentifier,
     Conversation,
     ConversationReference,
-    IdentifierDump,
     MessagePiece,
     PieceConverter,
     ScenarioResult,
+)
+from memory.trees import (
+    MAX_TREE_DEPTH,
+    MAX_TREE_NODES,
+    RebuiltTree,
+    child_hashes,
+    rebuild_from_rows,
 )
 
 # Columns of AttackResult that list rows never show; deferred so a page of results with
@@ -92,12 +95,25 @@ def attack_results_for_list() -> QuerySet[AttackResult]:
     )
 
 
+# Related conversations listed per attack result, and inbound references per conversation.
+MAX_RELATED_SHOWN = 50
+
+
 def attack_results_for_detail() -> QuerySet[AttackResult]:
-    """Attack results with their identifier dump, last response and related conversations."""
+    """Attack results with their identifier dump, last response and the first
+    MAX_RELATED_SHOWN related conversations (as ``related_shown``)."""
+    # A result may name thousands of related conversations: the page lists the first few
+    # (a sliced prefetch is one windowed query, whatever the number of results).
     related = ConversationReference.objects.order_by("conversation_type", "conversation_id")
     return AttackResult.objects.select_related(
         "atomic_attack_identifier", "atomic_attack_dump", "last_response", "conversation"
-    ).prefetch_related(Prefetch("related_conversations", queryset=related))
+    ).prefetch_related(
+        Prefetch(
+            "related_conversations",
+            queryset=related[:MAX_RELATED_SHOWN],
+            to_attr="related_shown",
+        )
+    )
 
 
 def references_to_conversation(conversation_id: str) -> QuerySet[ConversationReference]:
@@ -118,59 +134,32 @@ def references_to_conversation(conversation_id: str) -> QuerySet[ConversationRef
     )
 
 
-def identifier_dump(identifier: ComponentIdentifier, max_depth: int = 12) -> dict[str, Any]:
-    """The identifier's flat dump: a stored one, or rebuilt from rows (one query per level).
+def identifier_trees(roots: list[ComponentIdentifier]) -> dict[str, RebuiltTree]:
+    """Each root's tree rebuilt from stored rows (memory.trees.rebuild_from_rows), by hash.
 
-    Nested identifiers (a target inside an attack tree) are stored as rows without a dump of
-    their own; their tree is rebuilt from the children hashes, level by level.
+    The roots' rows are fetched together: one query per tree level, at most MAX_TREE_DEPTH,
+    and at most MAX_TREE_NODES rows per root, since no rebuild emits more nodes than that.
     """
-    stored = IdentifierDump.objects.filter(identifier=identifier).order_by("digest").first()
-    if stored is not None:
-        value = json.loads(stored.dump_json)
-        if isinstance(value, dict):
-            return value
-    rows = {identifier.hash: identifier}
-    frontier = _child_hashes(identifier)
-    for _ in range(max_depth):
-        wanted = frontier - rows.keys()
-        if not wanted:
+    rows: dict[str, ComponentIdentifier] = {r.hash: r for r in roots}
+    absent: set[str] = set()
+    limit = MAX_TREE_NODES * len(rows)
+    frontier = [h for r in roots for h in child_hashes(r.children)]
+    for _ in range(MAX_TREE_DEPTH):
+        room = limit - len(rows)
+        wanted = [h for h in dict.fromkeys(frontier) if h not in rows and h not in absent]
+        if not wanted or room <= 0:
             break
-        found = {r.hash: r for r in ComponentIdentifier.objects.filter(hash__in=wanted)}
+        wanted = wanted[:room]
+        found = ComponentIdentifier.objects.in_bulk(wanted)
         rows.update(found)
-        frontier = {h for r in found.values() for h in _child_hashes(r)}
-    return _flat_from_rows(identifier.hash, rows, max_depth)
+        absent.update(h for h in wanted if h not in found)
+        frontier = [h for r in found.values() for h in child_hashes(r.children)]
+    return {r.hash: rebuild_from_rows(r, rows, absent) for r in roots}
 
 
-def _child_hashes(row: ComponentIdentifier) -> set[str]:
-    hashes: set[str] = set()
-    for value in (row.children or {}).values():
-        hashes.update(value if isinstance(value, list) else [value])
-    return {h for h in hashes if isinstance(h, str)}
-
-
-def _flat_from_rows(hash_: str, rows: dict[str, ComponentIdentifier], depth: int) -> dict[str, Any]:
-    row = rows.get(hash_)
-    if row is None:
-        return {"class_name": "(missing)", "class_module": "", "hash": hash_}
-    out: dict[str, Any] = {
-        "class_name": row.class_name,
-        "class_module": row.class_module,
-        "hash": row.hash,
-        "pyrit_version": row.pyrit_version,
-    }
-    if row.eval_hash:
-        out["eval_hash"] = row.eval_hash
-    out.update(row.params or {})
-    if row.children and depth > 0:
-        out["children"] = {
-            name: [_flat_from_rows(h, rows, depth - 1) for h in value]
-            if isinstance(value, list)
-            else _flat_from_rows(value, rows, depth - 1)
-            for name, value in row.children.items()
-        }
-    if row.attributes:
-        out["attributes"] = dict(row.attributes)
-    return out
+def identifier_tree(root: ComponentIdentifier) -> RebuiltTree:
+    """One identifier's tree rebuilt from stored rows (see identifier_trees)."""
+    return identifier_trees([root])[root.hash]
 
 
 def identifiers_for_list() -> QuerySet[ComponentIdentifier]:

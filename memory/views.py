@@ -6,7 +6,6 @@ scores, so they live in scoring/views.py (scoring depends on memory, never the r
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.apps import apps
@@ -28,8 +27,8 @@ from memory.models import (
     PieceConverter,
 )
 from memory.pagination import BadCursor, keyset_page, page_size
-from memory.querysets import conversations_for_list, identifier_dump
-from memory.trees import diff_dumps, tree_from_dump
+from memory.querysets import conversations_for_list, identifier_tree, identifier_trees
+from memory.trees import diff_dumps, json_text, tree_from_dump
 from redteam.media import INLINE_CONTENT_TYPES, SHA256_RE
 from redteam.models import MediaBlob
 from redteam.pyrit_enums import ATTACK_OUTCOMES, PROMPT_DATA_TYPES
@@ -117,9 +116,14 @@ def identifier_detail(request: HttpRequest, hash: str) -> HttpResponse:
     if not HASH_RE.match(hash):
         raise Http404("Not an identifier hash.")
     identifier = get_object_or_404(ComponentIdentifier, hash=hash)
-    dumps = list(IdentifierDump.objects.filter(identifier=identifier).order_by("digest")[:10])
-    # Nested identifiers have no dump of their own: their tree is rebuilt from rows.
-    tree = tree_from_dump(json.loads(dumps[0].dump_json) if dumps else identifier_dump(identifier))
+    dumps = list(
+        IdentifierDump.objects.filter(identifier=identifier)
+        .only("digest", "identifier_id")
+        .order_by("digest")[:10]
+    )
+    # Always rebuilt from rows (budgeted): links then use the hashes computed at ingest,
+    # whatever hash a stored dump carries.
+    tree = tree_from_dump(identifier_tree(identifier).tree, identifier.hash)
     score_model = apps.get_model("scoring", "Score")
     # The identifier table is small (one row per distinct configuration), so a text search
     # over children for the hash is cheap and finds every parent whatever the child name.
@@ -132,7 +136,7 @@ def identifier_detail(request: HttpRequest, hash: str) -> HttpResponse:
         "identifier": identifier,
         "tree": tree,
         "dumps": dumps,
-        "params_json": json.dumps(identifier.params, ensure_ascii=False, indent=2),
+        "params_json": json_text(identifier.params),
         "parents": parents,
         "conversations": list(
             Conversation.objects.filter(target_identifier=identifier)
@@ -186,13 +190,15 @@ def identifier_diff(request: HttpRequest) -> HttpResponse:
     found = {i.hash: i for i in ComponentIdentifier.objects.filter(hash__in=[a_hash, b_hash])}
     if a_hash not in found or b_hash not in found:
         raise Http404("Unknown identifier.")
-    a_dump, b_dump = identifier_dump(found[a_hash]), identifier_dump(found[b_hash])
+    # Both sides rebuilt from rows under the tree budget, so the diff walk is bounded too.
+    trees = identifier_trees([found[a_hash], found[b_hash]])
+    a_dump, b_dump = trees[a_hash].tree, trees[b_hash].tree
     context.update(
         {
             "a": found[a_hash],
             "b": found[b_hash],
-            "a_tree": tree_from_dump(a_dump),
-            "b_tree": tree_from_dump(b_dump),
+            "a_tree": tree_from_dump(a_dump, a_hash),
+            "b_tree": tree_from_dump(b_dump, b_hash),
             "differences": diff_dumps(a_dump, b_dump) if a_hash != b_hash else [],
         }
     )

@@ -8,7 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.routers import SimpleRouter
 
 from memory.api.views import ConversationViewSet, IdentifierViewSet
-from redteam import api, api_reads
+from redteam import api, api_reads, idpath  # noqa: F401  (idpath: storedid converter)
 from scoring.api.views import ScoreViewSet
 from seeds.api.views import SeedViewSet
 
@@ -28,7 +28,7 @@ v1 = [
     path("media/<str:sha256>/", api.MediaDetailView.as_view(), name="media-detail"),
     # The list is the router's; one conversation is its reassembled messages with scores.
     path(
-        "conversations/<str:conversation_id>/",
+        "conversations/<storedid:conversation_id>/",
         api_reads.ConversationMessagesView.as_view(),
         name="conversation-messages",
     ),

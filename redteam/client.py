@@ -32,6 +32,7 @@ This module must stay importable without Django (attack code does not install it
 from __future__ import annotations
 
 import argparse
+import base64
 import dataclasses
 import datetime as dt
 import enum
@@ -41,6 +42,7 @@ import json
 import mimetypes
 import os
 import random
+import re
 import sqlite3
 import sys
 import time
@@ -63,6 +65,7 @@ __all__ = [
     "RedteamPushError",
     "json_column",
     "main",
+    "path_id",
     "resolve_media_path",
     "to_jsonable",
 ]
@@ -88,6 +91,20 @@ UTC = dt.timezone.utc  # noqa: UP017
 ID_KEYS = {"conversations": "conversation_id", "attack_results": "attack_result_id"}
 # One request's items: kind -> [(index in the caller's list, item)].
 Batch = dict[str, list[tuple[int, dict[str, Any]]]]
+
+
+# A stored id goes into a URL path as itself only when made of these characters (every uuid).
+PLAIN_PATH_ID_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+ENCODED_PATH_ID_PREFIX = "~"
+
+
+def path_id(value: str) -> str:
+    """A stored id as one URL path segment, as the server spells it: a plain id as it is,
+    any other (``/``, ``..``, ``?``, ``#``, spaces, newlines, ...) as ``~`` + base64url."""
+    if PLAIN_PATH_ID_RE.fullmatch(value):
+        return value
+    raw = value.encode("utf-8", "surrogatepass")
+    return ENCODED_PATH_ID_PREFIX + base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
 class RedteamError(Exception):
@@ -1028,7 +1045,7 @@ class RedteamClient:
 
     def conversation(self, conversation_id: str, **params: Any) -> dict[str, Any]:
         """A conversation's messages with their pieces and scores."""
-        result: dict[str, Any] = self.get(f"conversations/{conversation_id}/", **params)
+        result: dict[str, Any] = self.get(f"conversations/{path_id(conversation_id)}/", **params)
         return result
 
     # -- media ------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Callable
 
 Segment = tuple[str, str]
 
@@ -160,3 +161,8 @@ def count_invisible(text: str) -> int:
     if text.isascii() and text.isprintable():
         return 0
     return sum(len(run) for run in _patterns_for(text)[1].findall(text))
+
+
+def replace_invisible(text: str, replace: Callable[[str], str]) -> str:
+    """`text` with every run of invisible characters replaced by ``replace(run)``."""
+    return _patterns_for(text)[1].sub(lambda m: replace(m.group()), text)

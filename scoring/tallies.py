@@ -32,6 +32,7 @@ LABEL_PREFIX = "label:"
 # batch still committing while the snapshot is taken is never missed.
 SNAPSHOT_MARGIN = timedelta(minutes=5)
 MAX_BARS = 25
+MAX_LABEL_KEYS = 200
 _FIELDS = (
     "pk",
     "outcome",
@@ -168,6 +169,7 @@ class Dashboard:
 
     charts: list[Chart]
     label_keys: list[str]
+    more_label_keys: bool
     label_key: str | None
     snapshot: TallySnapshot
     live_results: int
@@ -225,12 +227,14 @@ def build_dashboard(label_key: str | None) -> Dashboard:
     ):
         bar = counts[tally.dimension].setdefault(tally.key, Bar(tally.key, tally.display))
         bar.counts[tally.outcome] = bar.counts.get(tally.outcome, 0) + tally.count
+    # Label keys offered in the picker: a client may send thousands of distinct keys, so
+    # only the first MAX_LABEL_KEYS (by name) are read and listed.
     label_keys = {
         d.removeprefix(LABEL_PREFIX)
         for d in OutcomeTally.objects.filter(dimension__startswith=LABEL_PREFIX)
         .order_by("dimension")
         .values_list("dimension", flat=True)
-        .distinct()
+        .distinct()[: MAX_LABEL_KEYS + 1]
     }
     dirty = _dirty_results(snapshot.watermark)
     for row in dirty:
@@ -253,7 +257,8 @@ def build_dashboard(label_key: str | None) -> Dashboard:
     charts = [_chart(d, counts[d].values()) for d in dimensions]
     return Dashboard(
         charts=charts,
-        label_keys=sorted(label_keys),
+        label_keys=sorted(label_keys)[:MAX_LABEL_KEYS],
+        more_label_keys=len(label_keys) > MAX_LABEL_KEYS,
         label_key=label_key,
         snapshot=snapshot,
         live_results=len(dirty),

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from django.urls import path
 
+import redteam.idpath  # noqa: F401  (registers the storedid converter)
 from scoring import content_views, views
 
 app_name = "scoring"
 
 urlpatterns = [
     path(
-        "conversations/<path:conversation_id>/",
+        "conversations/<storedid:conversation_id>/",
         views.conversation_detail,
         name="conversation_detail",
     ),

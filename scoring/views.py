@@ -25,6 +25,7 @@ from memory.models import AttackResult, IdentifierDump
 from memory.pagination import BadCursor, keyset_page, page_size
 from memory.presenters import message_views
 from memory.querysets import (
+    MAX_RELATED_SHOWN,
     attack_results_for_detail,
     attack_results_for_list,
     conversation_for_detail,
@@ -93,8 +94,27 @@ class ResultView:
     related: list[Any] = field(default_factory=list)
 
 
+class _TreesOnce:
+    """Display trees for one page, each distinct dump built and shown once.
+
+    A thousand scores by one scorer would otherwise repeat its whole tree a thousand times;
+    later uses keep their link to the identifier page instead.
+    """
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def __call__(self, dump: IdentifierDump | None) -> TreeNode | None:
+        """The dump's tree the first time it is asked for on this page, else None."""
+        if dump is None or dump.digest in self.seen:
+            return None
+        self.seen.add(dump.digest)
+        return _tree(dump)
+
+
 def _tree(dump: IdentifierDump | None) -> TreeNode | None:
-    return parse_dump(dump.dump_json) if dump is not None else None
+    # The row's hash (computed at ingest) wins over the dump's, which a client may omit.
+    return parse_dump(dump.dump_json, dump.identifier_id) if dump is not None else None
 
 
 def _promote_context(user: Any) -> dict[str, Any]:
@@ -187,7 +207,7 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
         .filter(conversation_id=conversation_id)
         .order_by("-timestamp", "-ingested_at")
     )
-    inbound = list(references_to_conversation(conversation_id))
+    inbound = list(references_to_conversation(conversation_id)[:MAX_RELATED_SHOWN])
     result_ids = [r.pk for r in results]
     last_score_ids = [r.last_score_id for r in results if r.last_score_id]
     scores = list(
@@ -201,7 +221,8 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
         if pieces or results
         else []
     )
-    score_views = {s.id: ScoreView(s, _tree(s.scorer_dump)) for s in scores}
+    tree_once = _TreesOnce()
+    score_views = {s.id: ScoreView(s, tree_once(s.scorer_dump)) for s in scores}
     by_piece: dict[uuid.UUID, list[ScoreView]] = {}
     for s in scores:
         if s.message_piece_id is not None:
@@ -224,10 +245,11 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
                 human=human,
                 verdicts=verdicts,
                 last_score=score_views.get(r.last_score_id) if r.last_score_id else None,
-                tree=_tree(r.atomic_attack_dump),
+                tree=tree_once(r.atomic_attack_dump),
                 effective=effective_outcome(r.outcome, human),
                 disagree=disagrees(r.outcome, human),
-                related=list(r.related_conversations.all()),
+                # related_shown: the to_attr prefetch of attack_results_for_detail (first few only).
+                related=list(getattr(r, "related_shown", [])),
             )
         )
     target_tree, legacy_attack_tree = _conversation_trees(conversation, pieces)
@@ -407,7 +429,8 @@ def attack_result_detail(request: HttpRequest, attack_result_id: uuid.UUID) -> H
         .select_related("scorer_dump", "reviewer")
         .order_by("-timestamp", "-ingested_at")
     )
-    verdicts = [ScoreView(s, _tree(s.scorer_dump)) for s in scores if s.source == "human"]
+    tree_once = _TreesOnce()
+    verdicts = [ScoreView(s, tree_once(s.scorer_dump)) for s in scores if s.source == "human"]
     last = next((s for s in scores if s.id == result.last_score_id), None)
     human = verdicts[0].score if verdicts else None
     context = {
@@ -415,11 +438,11 @@ def attack_result_detail(request: HttpRequest, attack_result_id: uuid.UUID) -> H
             result=result,
             human=human,
             verdicts=verdicts,
-            last_score=ScoreView(last, _tree(last.scorer_dump)) if last else None,
+            last_score=ScoreView(last, tree_once(last.scorer_dump)) if last else None,
             tree=_tree(result.atomic_attack_dump),
             effective=effective_outcome(result.outcome, human),
             disagree=disagrees(result.outcome, human),
-            related=list(result.related_conversations.all()),
+            related=list(getattr(result, "related_shown", [])),
         ),
         "last_response": display_text(result.last_response.converted_value)
         if result.last_response

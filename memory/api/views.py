@@ -18,11 +18,9 @@ from rest_framework.response import Response
 from memory.export import export_conversation
 from memory.filters import HASH_RE, ConversationFilterSet, IdentifierFilterSet
 from memory.models import ComponentIdentifier, Conversation
+from memory.querysets import identifier_tree
+from memory.trees import MAX_TREE_CHARS, MAX_TREE_DEPTH, MAX_TREE_NODES
 from redteam.api_common import cursor_pagination
-
-# A hostile identifier could nest deeply or fan out widely; the tree stops here.
-MAX_TREE_DEPTH = 12
-MAX_TREE_NODES = 2000
 
 
 class ConversationOut(serializers.Serializer):  # type: ignore[type-arg]
@@ -53,8 +51,23 @@ _IDENTIFIER_TREE = inline_serializer(
         "hash": serializers.CharField(),
         "class_name": serializers.CharField(),
         "eval_hash": serializers.CharField(allow_null=True),
-        "tree": serializers.DictField(help_text="PyRIT's flat nested form, rebuilt from rows."),
-        "missing": serializers.ListField(child=serializers.CharField()),
+        "tree": serializers.DictField(
+            help_text=(
+                "PyRIT's flat nested form, rebuilt from rows. A child not expanded is "
+                '{"hash": ..., "__tree__": "missing" | "cycle" | "truncated"}.'
+            )
+        ),
+        "missing": serializers.ListField(
+            child=serializers.CharField(), help_text="Child hashes named but not stored."
+        ),
+        "cycles": serializers.ListField(
+            child=serializers.CharField(), help_text="Hashes that are their own ancestor."
+        ),
+        "truncated": serializers.BooleanField(
+            help_text="True when the depth or node budget cut the tree (see tree_budget)."
+        ),
+        "node_count": serializers.IntegerField(),
+        "tree_budget": serializers.DictField(child=serializers.IntegerField()),
     },
 )
 
@@ -102,67 +115,6 @@ def identifier_row_dict(row: ComponentIdentifier) -> dict[str, Any]:
     }
 
 
-def _child_hashes(children: Any) -> list[str]:
-    hashes: list[str] = []
-    if not isinstance(children, dict):
-        return hashes
-    for value in children.values():
-        for h in value if isinstance(value, list) else [value]:
-            if isinstance(h, str):
-                hashes.append(h)
-    return hashes
-
-
-def identifier_tree(root: ComponentIdentifier) -> tuple[dict[str, Any], list[str]]:
-    """Rebuild the flat nested PyRIT form from rows, one query per tree level.
-
-    Returns the tree and the child hashes referenced but not stored.
-    """
-    rows: dict[str, ComponentIdentifier] = {root.hash: root}
-    frontier = _child_hashes(root.children)
-    depth = 0
-    while frontier and depth < MAX_TREE_DEPTH and len(rows) < MAX_TREE_NODES:
-        wanted = [h for h in dict.fromkeys(frontier) if h not in rows]
-        fetched = ComponentIdentifier.objects.in_bulk(wanted[:MAX_TREE_NODES]) if wanted else {}
-        rows.update(fetched)
-        frontier = [h for row in fetched.values() for h in _child_hashes(row.children)]
-        depth += 1
-    missing: list[str] = []
-
-    def node(row: ComponentIdentifier, level: int) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "class_name": row.class_name,
-            "class_module": row.class_module,
-            "hash": row.hash,
-            "pyrit_version": row.pyrit_version,
-        }
-        if row.eval_hash is not None:
-            out["eval_hash"] = row.eval_hash
-        if isinstance(row.params, dict):
-            out.update({k: v for k, v in row.params.items() if k not in out})
-        if isinstance(row.children, dict) and row.children:
-            children: dict[str, Any] = {}
-            for name, value in row.children.items():
-                if isinstance(value, list):
-                    children[name] = [child(h, level) for h in value]
-                else:
-                    children[name] = child(value, level)
-            out["children"] = children
-        if row.attributes:
-            out["attributes"] = row.attributes
-        return out
-
-    def child(h: Any, level: int) -> Any:
-        row = rows.get(h) if isinstance(h, str) else None
-        if row is None or level + 1 > MAX_TREE_DEPTH:
-            if isinstance(h, str) and row is None:
-                missing.append(h)
-            return {"hash": h}
-        return node(row, level + 1)
-
-    return node(root, 0), sorted(set(missing))
-
-
 @extend_schema_view(
     list=extend_schema(summary="List identifiers", responses=IdentifierOut),
     retrieve=extend_schema(summary="An identifier's full tree", responses=_IDENTIFIER_TREE),
@@ -187,12 +139,27 @@ class IdentifierViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         return self.get_paginated_response([identifier_row_dict(r) for r in page])
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        """The row plus its tree rebuilt from child rows (1 query + 1 per tree level)."""
+        """The row plus its tree rebuilt from child rows (1 query + 1 per tree level, at most
+        MAX_TREE_DEPTH), budgeted like every tree (memory.trees)."""
         digest = str(kwargs.get("hash", ""))
         if not HASH_RE.match(digest):
             raise Http404
         root = ComponentIdentifier.objects.filter(hash=digest).first()
         if root is None:
             raise Http404
-        tree, missing = identifier_tree(root)
-        return Response({**identifier_row_dict(root), "tree": tree, "missing": missing})
+        rebuilt = identifier_tree(root)
+        return Response(
+            {
+                **identifier_row_dict(root),
+                "tree": rebuilt.tree,
+                "missing": rebuilt.missing,
+                "cycles": rebuilt.cycles,
+                "truncated": rebuilt.truncated,
+                "node_count": rebuilt.nodes,
+                "tree_budget": {
+                    "max_depth": MAX_TREE_DEPTH,
+                    "max_nodes": MAX_TREE_NODES,
+                    "max_chars": MAX_TREE_CHARS,
+                },
+            }
+        )
