@@ -107,7 +107,16 @@ def _start_gunicorn(database_url: str, media_root: Path, workers: int) -> Served
         "REDTEAM_MAX_BODY_BYTES": str(16 * 1024 * 1024),
         "REDTEAM_MAX_STRING_CHARS": str(STRING_LIMIT),
         "LOG_LEVEL": "WARNING",
+        # Pages render {% static %} through the manifest: collect once into the session's
+        # folder so page requests (tests/reliability/test_bounded_work_served.py) can render.
+        "STATIC_ROOT": str(media_root.parent / "static"),
     }
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+        cwd=REPO_ROOT,
+        env=env,
+        check=True,
+    )
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "redteam.wsgi:application"]
         + ["-c", "python:redteam.gunicorn_conf"],
