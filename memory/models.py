@@ -468,4 +468,4 @@ class ScenarioResult(models.Model):
     @property
     def metadata_json(self) -> str:
         """metadata as indented JSON for display, invisible characters escaped."""
-        return visible_json(self.metadata)
+        return visible_json(self.metadata, limit=MAX_METADATA_CHARS)

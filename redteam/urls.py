@@ -19,3 +19,7 @@ urlpatterns = [
     path("", include("scoring.urls")),
     path("", views.home, name="home"),
 ]
+
+# A path no route matches (e.g. an id segment the storedid converter refuses) is still an API
+# answer under /api/: JSON, like every other API error, so clients parse one format.
+handler404 = "redteam.views.not_found"

@@ -224,3 +224,24 @@ def test_create_api_key_rejects_bad_arguments(user: User, args: list[str], messa
     with pytest.raises(CommandError, match=message):
         call_command("create_api_key", *args)
     assert not ApiKey.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/conversations/%C3%ABJ~M20Z2/",  # not a segment the storedid converter writes
+        "/api/v1/conversations/~!!/",
+        "/api/v1/no-such-endpoint/",
+    ],
+)
+def test_api_paths_no_route_matches_answer_json_404(make_key: KeyFactory, path: str) -> None:
+    response = bearer_client(make_key("read")).get(path)
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {"detail": "Not found."}
+
+
+def test_page_paths_no_route_matches_keep_the_html_404(make_key: KeyFactory) -> None:
+    response = bearer_client(make_key("read")).get("/no-such-page/")
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("text/html")

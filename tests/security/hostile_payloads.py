@@ -24,7 +24,15 @@ from redteam.client import path_id
 
 START = datetime(2026, 5, 1, tzinfo=UTC)
 # Every list and review page a reviewer opens.
-LIST_PAGES = ("/conversations/", "/attack-results/", "/review/", "/dashboard/")
+LIST_PAGES = (
+    "/conversations/",
+    "/attack-results/",
+    "/review/",
+    "/dashboard/",
+    "/scenarios/",
+    "/scored-content/",
+)
+SCENARIO_FIXTURE = Path(__file__).parents[1] / "fixtures" / "pyrit_1_1_scenario"
 # What a response may weigh and take, whatever was ingested.
 MAX_RESPONSE_BYTES = 3 * 1024 * 1024
 MAX_SECONDS = 5.0
@@ -80,6 +88,7 @@ class HostileCase:
     attack_result_ids: list[str] = field(default_factory=list)
     objectives: list[str] = field(default_factory=list)
     identifier_roots: list[str] = field(default_factory=list)
+    scenario_ids: list[str] = field(default_factory=list)
 
     @property
     def body_bytes(self) -> int:
@@ -105,6 +114,11 @@ class HostileCase:
             out.append("/identifiers/diff/?" + urlencode({"a": a, "b": b}))
         if self.attack_result_ids:
             out.append("/api/v1/attack-results/")
+        for sid in self.scenario_ids:
+            out.append(f"/scenarios/{sid}/")
+            out.append(f"/api/v1/scenario-results/{sid}/")
+        if self.scenario_ids:
+            out.append("/api/v1/scenario-results/")
         return out
 
 
@@ -438,6 +452,31 @@ def scores_case(score: dict[str, Any], count: int = 500, width: int = 250) -> Ho
 # --- everything -------------------------------------------------------------------------------
 
 
+def scenario_case(count: int, run: int) -> HostileCase:
+    """Scenario results with ``count`` labels, ``run``-long invisible runs in their texts and
+    ``count`` errored result ids."""
+    template = json.loads((SCENARIO_FIXTURE / "scenario_results.jsonl").read_text().splitlines()[0])
+    hidden = ("\u200b" * run) + "visible" + ("\u202e\u200d" * (run // 2))
+    scenarios: list[dict[str, Any]] = []
+    for _ in range(3):
+        item = copy.deepcopy(template)
+        item["id"] = str(uuid.uuid4())
+        item["attack_results"] = {}
+        item["labels"] = {f"label-{i}": f"value-{i}{hidden[:50]}" for i in range(count)}
+        item["scenario_description"] = hidden
+        item["error_type"] = "Error" + hidden[:200]
+        item["error_message"] = hidden
+        item["error_attack_result_ids"] = [str(uuid.uuid4()) for _ in range(count)]
+        item["metadata"] = {f"key-{i}": hidden[:100] for i in range(min(count, 1_000))}
+        scenarios.append(item)
+    return HostileCase(
+        "scenarios",
+        f"scenarios-{count}-{run}",
+        [{"scenario_results": scenarios}],
+        scenario_ids=[s["id"] for s in scenarios[:2]],
+    )
+
+
 def all_cases(fixtures_dir: Path) -> list[HostileCase]:
     """Every hostile class with its varied parameters."""
     result_template = attack_result_template(fixtures_dir)
@@ -452,6 +491,7 @@ def all_cases(fixtures_dir: Path) -> list[HostileCase]:
     cases.append(ids_case(result_template))
     cases.append(unhashed_case(result_template, score_template(fixtures_dir)))
     cases.append(scores_case(score_template(fixtures_dir)))
+    cases += [scenario_case(count, run) for count in LABEL_COUNTS for run in INVISIBLE_RUNS]
     return cases
 
 

@@ -15,6 +15,7 @@ import json
 import random
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +90,7 @@ def _new_hashes(before: set[str]) -> list[str]:
     return sorted(set(ComponentIdentifier.objects.values_list("hash", flat=True)) - before)[:12]
 
 
-CASE_BUILDERS = {
+CASE_BUILDERS: dict[str, Callable[..., hp.HostileCase]] = {
     **{
         f"tree-{shape}-f{f}": (lambda shape=shape, f=f, **_: hp.tree_case(shape, f))
         for shape in hp.TREE_SHAPES
@@ -112,6 +113,11 @@ CASE_BUILDERS = {
     "unhashed": lambda fixtures_dir, **_: hp.unhashed_case(
         hp.attack_result_template(fixtures_dir), hp.score_template(fixtures_dir)
     ),
+    **{
+        f"scenarios-{count}-{run}": (lambda count=count, run=run, **_: hp.scenario_case(count, run))
+        for count in hp.LABEL_COUNTS
+        for run in hp.INVISIBLE_RUNS
+    },
 }
 
 
@@ -259,7 +265,7 @@ def test_word_diff_over_its_budget_falls_back_to_side_by_side() -> None:
 def test_conversation_page_labels_the_side_by_side_fallback(reviewer: Client, api: Client) -> None:
     case = hp.diff_case("over", "x " * 30_000, "y x " * 15_000)
     ingest(api, case)
-    page = reviewer.get(case.urls()[4]).content.decode()
+    page = reviewer.get(f"/conversations/{path_id(case.conversation_ids[0])}/").content.decode()
     assert "too long or too many changes for an inline diff" in page
 
 
