@@ -11,6 +11,7 @@ from typing import Any
 from memory.models import MessagePiece, PieceConverter
 from memory.reassembly import group_by_sequence
 from memory.textview import (
+    MAX_DISPLAY_CHARS,
     MAX_METADATA_CHARS,
     DisplayText,
     TextDiff,
@@ -22,9 +23,15 @@ from memory.textview import (
 from redteam.media import INLINE_CONTENT_TYPES
 from redteam.models import MediaBlob
 
+# Characters of stored text one conversation page shows in all (each value is also cut at
+# textview.MAX_DISPLAY_CHARS): a thousand 100k-character pieces would otherwise add up to a
+# 100 MB page. Past it, values show their length and the export note only.
+MAX_PAGE_TEXT_CHARS = 1_000_000
+
 # Browsers render these from our origin; anything else is offered as a download.
 _MEDIA_FAMILIES = {"image_path": "image/", "audio_path": "audio/", "video_path": "video/"}
 _JSON_TYPES = frozenset({"function_call", "tool_call", "function_call_output"})
+_DIFFABLE = frozenset({"text", "reasoning", "error", "url"})
 
 
 @dataclass
@@ -83,8 +90,24 @@ class MessageView:
         return self.pieces[0].piece.timestamp
 
 
-def value_view(data_type: str, value: str, media: MediaBlob | None) -> ValueView:
+@dataclass
+class TextBudget:
+    """Characters of stored text a page may still show; each value takes what it shows."""
+
+    remaining: int = MAX_PAGE_TEXT_CHARS
+
+    def text(self, value: str) -> DisplayText:
+        """The value prepared for display within what is left of the budget."""
+        shown = display_text(value, limit=max(0, min(MAX_DISPLAY_CHARS, self.remaining)))
+        self.remaining -= shown.shown
+        return shown
+
+
+def value_view(
+    data_type: str, value: str, media: MediaBlob | None, budget: TextBudget | None = None
+) -> ValueView:
     """Decide how one value is rendered, by data type and the sniffed type of its bytes."""
+    display = (budget or TextBudget()).text
     if data_type in _MEDIA_FAMILIES or data_type == "binary_path":
         kind = data_type.removesuffix("_path")
         family = _MEDIA_FAMILIES.get(data_type)
@@ -96,18 +119,20 @@ def value_view(data_type: str, value: str, media: MediaBlob | None) -> ValueView
             and content_type in INLINE_CONTENT_TYPES
         )
         # The value is a path on the attacker's machine: shown as text, never opened.
-        return ValueView(data_type, kind, display_text(value), media, playable)
+        return ValueView(data_type, kind, display(value), media, playable)
     if data_type in _JSON_TYPES:
-        pretty = pretty_json(value)
-        return ValueView(data_type, "json", display_text(pretty if pretty is not None else value))
+        # Pretty-printing a value longer than a page shows would parse megabytes to show a prefix.
+        pretty = pretty_json(value) if len(value) <= MAX_DISPLAY_CHARS else None
+        return ValueView(data_type, "json", display(pretty if pretty is not None else value))
     kind = data_type if data_type in ("reasoning", "error", "url") else "text"
-    return ValueView(data_type, kind, display_text(value))
+    return ValueView(data_type, kind, display(value))
 
 
-def piece_view(piece: MessagePiece) -> PieceView:
+def piece_view(piece: MessagePiece, budget: TextBudget | None = None) -> PieceView:
     """Build the display model of one piece (uses only select_related/prefetched rows)."""
+    budget = budget or TextBudget()
     converted = value_view(
-        piece.converted_value_data_type, piece.converted_value, piece.converted_media
+        piece.converted_value_data_type, piece.converted_value, piece.converted_media, budget
     )
     differs = (
         piece.original_value != piece.converted_value
@@ -116,14 +141,10 @@ def piece_view(piece: MessagePiece) -> PieceView:
     original = diff = None
     if differs:
         original = value_view(
-            piece.original_value_data_type, piece.original_value, piece.original_media
+            piece.original_value_data_type, piece.original_value, piece.original_media, budget
         )
-        if original.kind in ("text", "reasoning", "error", "url") and converted.kind in (
-            "text",
-            "reasoning",
-            "error",
-            "url",
-        ):
+        # The diff shows what the values show: none once the page's text budget is spent.
+        if budget.remaining > 0 and original.kind in _DIFFABLE and converted.kind in _DIFFABLE:
             diff = word_diff(piece.original_value, piece.converted_value)
     return PieceView(
         piece=piece,
@@ -135,8 +156,10 @@ def piece_view(piece: MessagePiece) -> PieceView:
 
 
 def message_views(pieces: list[MessagePiece]) -> list[MessageView]:
-    """Group ordered pieces into Messages (PyRIT's rule: shared sequence)."""
+    """Group ordered pieces into Messages (PyRIT's rule: shared sequence), sharing one page
+    text budget (MAX_PAGE_TEXT_CHARS) in conversation order."""
+    budget = TextBudget()
     return [
-        MessageView(m.sequence, m.role, [piece_view(p) for p in m.pieces])
+        MessageView(m.sequence, m.role, [piece_view(p, budget) for p in m.pieces])
         for m in group_by_sequence(pieces)
     ]

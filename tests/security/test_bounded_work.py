@@ -372,3 +372,19 @@ def test_links_never_resolve_outside_the_conversation_pages(
 def test_unknown_conversation_segment_is_a_404_not_a_500(reviewer: Client, api: Client) -> None:
     assert reviewer.get("/conversations/~!!/").status_code == 404
     assert api.get(f"/api/v1/conversations/{path_id(str(uuid.uuid4()))}/").status_code == 404
+
+
+@pytest.mark.parametrize("pieces", [15, 40])
+def test_conversation_page_shares_one_text_budget_across_its_pieces(
+    pieces: int, reviewer: Client, api: Client
+) -> None:
+    from memory.presenters import MAX_PAGE_TEXT_CHARS
+
+    cid = f"budget-{uuid.uuid4()}"
+    items = [hp.piece(cid, i, f"{i:03d}" + "w" * 99_997) for i in range(pieces)]
+    ingest(api, hp.HostileCase("budget", f"budget-{pieces}", [{"message_pieces": items}], [cid]))
+    html = reviewer.get(f"/conversations/{path_id(cid)}/").content.decode()
+    assert html.count("w" * 1000) <= MAX_PAGE_TEXT_CHARS // 1000
+    assert len(html) < MAX_PAGE_TEXT_CHARS + 1_000_000
+    # Pieces past the budget still appear (their place and length), not their text.
+    assert html.count("Showing the first") == max(0, pieces - MAX_PAGE_TEXT_CHARS // 100_000)
