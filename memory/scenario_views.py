@@ -23,33 +23,13 @@ from memory.models import AttackResult, IdentifierDump, ScenarioResult
 from memory.pagination import BadCursor, keyset_page, page_size
 from memory.textview import display_text
 from memory.trees import TreeNode, parse_dump
-from redteam.pyrit_enums import ATTACK_OUTCOMES, SCENARIO_RUN_STATES
+from redteam.outcomes import OutcomeCounts
+from redteam.pyrit_enums import SCENARIO_RUN_STATES
 from redteam.roles import viewer_required
 
 # Result rows listed under each atomic attack (the counts cover all of them).
 MAX_RESULTS_SHOWN = 200
 UNNAMED = "(no atomic attack name)"
-
-
-@dataclass
-class OutcomeCounts:
-    """Attack-result counts by outcome, with PyRIT's objective_achieved_rate."""
-
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ATTACK_OUTCOMES, 0))
-
-    @property
-    def total(self) -> int:
-        """Every result counted."""
-        return sum(self.counts.values())
-
-    @property
-    def success_rate(self) -> int:
-        """Truncated percentage of successes, as PyRIT's objective_achieved_rate computes it."""
-        return int(self.counts["success"] * 100 / self.total) if self.total else 0
-
-    def add(self, outcome: str, n: int) -> None:
-        """Count n results with this outcome."""
-        self.counts[outcome] = self.counts.get(outcome, 0) + n
 
 
 @dataclass

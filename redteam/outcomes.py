@@ -1,9 +1,12 @@
-"""Per-item results of a batch store, shared by every ingestion service. Framework-free."""
+"""Per-item results of a batch store, shared by every ingestion service, and attack-result
+outcome counts, shared by every page that tallies results. Framework-free."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal
+
+from redteam.pyrit_enums import ATTACK_OUTCOMES
 
 ItemStatus = Literal["stored", "unchanged", "rejected"]
 
@@ -45,3 +48,24 @@ class ItemOutcome:
             "status": self.status,
             "errors": [e.as_dict() for e in self.errors],
         }
+
+
+@dataclass
+class OutcomeCounts:
+    """Attack-result counts by outcome, with PyRIT's objective_achieved_rate."""
+
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ATTACK_OUTCOMES, 0))
+
+    @property
+    def total(self) -> int:
+        """Every result counted."""
+        return sum(self.counts.values())
+
+    @property
+    def success_rate(self) -> int:
+        """Truncated percentage of successes, as PyRIT's objective_achieved_rate computes it."""
+        return int(self.counts["success"] * 100 / self.total) if self.total else 0
+
+    def add(self, outcome: str, n: int) -> None:
+        """Count n results with this outcome."""
+        self.counts[outcome] = self.counts.get(outcome, 0) + n

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -21,6 +21,7 @@ from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
 from memory.models import AttackResult
+from redteam.outcomes import OutcomeCounts
 from redteam.pyrit_enums import ATTACK_OUTCOMES
 from scoring.models import OutcomeTally, Score, ScoreSource, TallySnapshot
 from scoring.review import human_scores, verdict_success
@@ -121,23 +122,12 @@ def refresh_outcome_tallies(*, watermark: datetime | None = None) -> TallySnapsh
     )
 
 
-@dataclass
-class Bar:
+@dataclass(kw_only=True)
+class Bar(OutcomeCounts):
     """One key of one dimension: counts per outcome, kept apart."""
 
     key: str
     display: str
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(ATTACK_OUTCOMES, 0))
-
-    @property
-    def total(self) -> int:
-        """All results under this key."""
-        return sum(self.counts.values())
-
-    @property
-    def success_rate(self) -> int:
-        """Successes over all results, as a truncated percentage (PyRIT's convention)."""
-        return int(100 * self.counts["success"] / self.total) if self.total else 0
 
     def segments(self) -> list[tuple[str, int, int]]:
         """(outcome, count, width percent) per non-empty outcome, for the stacked bar."""
@@ -225,7 +215,9 @@ def build_dashboard(label_key: str | None) -> Dashboard:
     for tally in OutcomeTally.objects.filter(dimension__in=dimensions).only(
         "dimension", "key", "display", "outcome", "count"
     ):
-        bar = counts[tally.dimension].setdefault(tally.key, Bar(tally.key, tally.display))
+        bar = counts[tally.dimension].setdefault(
+            tally.key, Bar(key=tally.key, display=tally.display)
+        )
         bar.counts[tally.outcome] = bar.counts.get(tally.outcome, 0) + tally.count
     # Label keys offered in the picker: a client may send thousands of distinct keys, so
     # only the first MAX_LABEL_KEYS (by name) are read and listed.
@@ -250,7 +242,7 @@ def build_dashboard(label_key: str | None) -> Dashboard:
                 label_keys.add(dimension.removeprefix(LABEL_PREFIX))
             if dimension not in counts:
                 continue
-            bar = counts[dimension].setdefault(key, Bar(key, display))
+            bar = counts[dimension].setdefault(key, Bar(key=key, display=display))
             if old_outcome is not None:
                 bar.counts[old_outcome] -= 1
             bar.counts[now_outcome] += 1
