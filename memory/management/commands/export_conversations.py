@@ -3,7 +3,7 @@
 The default output is PyRIT 0.13's `export_conversations` file: an indented JSON array of
 `MessagePiece.to_dict()` (scores included), in PyRIT's memory order. `--shape 1.x` writes
 `model_dump(mode="json")` dicts instead. `--run` writes the whole run the filters select
-(conversations, pieces, scores, attack results, seeds) as one 1.x ingest payload
+(conversations, pieces, scores, attack results, scenario results, seeds) as one 1.x ingest payload
 (redteam/run_export.py).
 """
 
@@ -64,8 +64,9 @@ class Command(BaseCommand):
             "--run",
             action="store_true",
             help=(
-                "Write the whole run as one 1.x ingest payload: conversations, pieces, scores, "
-                "attack results and seeds (the filters select conversations)."
+                "Write the whole run as one 1.x ingest payload: conversations, pieces, scores "
+                "(with their loose content), attack results, scenario results and seeds (the "
+                "filters select conversations; their related conversations come along)."
             ),
         )
         for option in FILTER_OPTIONS:
