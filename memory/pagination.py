@@ -14,10 +14,21 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from django.db.models import Field, Model, Q, QuerySet
+from django.http import HttpRequest
+from django_filters import FilterSet
 
 from redteam.cursors import INVALID_CURSOR, MAX_CURSOR_CHARS, BadCursor, clean_cursor_value
 
-__all__ = ["BadCursor", "KeysetPage", "encode_cursor", "keyset_page", "page_size"]
+__all__ = [
+    "BadCursor",
+    "KeysetPage",
+    "ListPage",
+    "encode_cursor",
+    "filtered_list_page",
+    "keyset_page",
+    "page_size",
+    "request_page",
+]
 
 M = TypeVar("M", bound=Model)
 
@@ -114,3 +125,50 @@ def keyset_page(
         next_cursor=encode_cursor("n", *position(rows[-1])) if has_more else None,
         previous_cursor=encode_cursor("p", *position(rows[0])) if has_before else None,
     )
+
+
+def request_page(
+    request: HttpRequest, qs: QuerySet[M], *, ts_field: str, pk_field: str
+) -> KeysetPage[M]:
+    """One page of ``qs`` at the request's ``cursor`` and ``size`` (BadCursor when tampered)."""
+    return keyset_page(
+        qs,
+        ts_field=ts_field,
+        pk_field=pk_field,
+        cursor=request.GET.get("cursor") or None,
+        size=page_size(request.GET.get("size")),
+    )
+
+
+@dataclass
+class ListPage(Generic[M]):
+    """What a filtered list page shows: a page of rows, or none and a 400 with the reason."""
+
+    rows: list[M]
+    next_cursor: str | None = None
+    previous_cursor: str | None = None
+    cursor_error: str | None = None
+    status: int = 200
+
+    def context(self) -> dict[str, Any]:
+        """The template variables every list page's table and pager read."""
+        return {
+            "rows": self.rows,
+            "next_cursor": self.next_cursor,
+            "previous_cursor": self.previous_cursor,
+            "cursor_error": self.cursor_error,
+        }
+
+
+def filtered_list_page(
+    request: HttpRequest, filterset: FilterSet, *, ts_field: str, pk_field: str
+) -> ListPage[Any]:
+    """The page of a list filtered from the URL: a 400 without rows for invalid filters, or for
+    a tampered cursor (the template shows the form and a link to the first page)."""
+    if not filterset.is_valid():
+        return ListPage(rows=[], status=400)
+    try:
+        page = request_page(request, filterset.qs, ts_field=ts_field, pk_field=pk_field)
+    except BadCursor as exc:
+        return ListPage(rows=[], cursor_error=str(exc), status=400)
+    return ListPage(page.rows, page.next_cursor, page.previous_cursor)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
 
 from django.db.models import Count, F, QuerySet
 from django.db.models.fields.json import KT
@@ -20,7 +19,7 @@ from django.views.decorators.http import require_GET
 
 from memory.filters import ScenarioResultFilterSet
 from memory.models import AttackResult, IdentifierDump, ScenarioResult
-from memory.pagination import BadCursor, keyset_page, page_size
+from memory.pagination import filtered_list_page
 from memory.textview import display_text
 from memory.trees import TreeNode, parse_dump
 from redteam.outcomes import OutcomeCounts
@@ -74,37 +73,17 @@ def scenario_list(request: HttpRequest) -> HttpResponse:
             "metadata", "display_group_map", "attack_result_ids", "scenario_init_data"
         ),
     )
-    rows: list[dict[str, Any]] = []
-    next_cursor = previous_cursor = cursor_error = None
-    status = 200
-    if filterset.is_valid():
-        try:
-            page = keyset_page(
-                filterset.qs,
-                ts_field="creation_time",
-                pk_field="id",
-                cursor=request.GET.get("cursor") or None,
-                size=page_size(request.GET.get("size")),
-            )
-            rates = _scenario_rates([s.id for s in page.rows])
-            rows = [{"s": s, "rate": rates.get(str(s.id), OutcomeCounts())} for s in page.rows]
-            next_cursor, previous_cursor = page.next_cursor, page.previous_cursor
-        except BadCursor as exc:
-            # The form and a link to the first page with the same filters, as a 400.
-            status, cursor_error = 400, str(exc)
-    else:
-        status = 400
+    page = filtered_list_page(request, filterset, ts_field="creation_time", pk_field="id")
+    rates = _scenario_rates([s.id for s in page.rows])
     context = {
         "filterset": filterset,
-        "rows": rows,
-        "next_cursor": next_cursor,
-        "previous_cursor": previous_cursor,
-        "cursor_error": cursor_error,
+        **page.context(),
+        "rows": [{"s": s, "rate": rates.get(str(s.id), OutcomeCounts())} for s in page.rows],
         "run_states": SCENARIO_RUN_STATES,
         "selected_states": request.GET.getlist("run_state"),
         "labels": request.GET.getlist("label"),
     }
-    return render(request, "memory/scenario_list.html", context, status=status)
+    return render(request, "memory/scenario_list.html", context, status=page.status)
 
 
 def _tree(dump: IdentifierDump | None) -> TreeNode | None:

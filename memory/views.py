@@ -26,7 +26,7 @@ from memory.models import (
     MessagePiece,
     PieceConverter,
 )
-from memory.pagination import BadCursor, keyset_page, page_size
+from memory.pagination import filtered_list_page
 from memory.querysets import conversations_for_list, identifier_tree, identifier_trees
 from memory.trees import diff_dumps, json_text, tree_from_dump
 from redteam.media import INLINE_CONTENT_TYPES, SHA256_RE
@@ -75,34 +75,16 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
     """Conversations, filtered from the URL, newest activity first, keyset-paginated."""
     # Queries: session, user, permissions (2), class-name suggestions, one page of rows.
     filterset = ConversationFilterSet(request.GET, queryset=conversations_for_list())
-    rows: list[Conversation] = []
-    next_cursor = previous_cursor = cursor_error = None
-    status = 200
-    if filterset.is_valid():
-        try:
-            page = keyset_page(
-                filterset.qs,
-                ts_field="last_timestamp",
-                pk_field="conversation_id",
-                cursor=request.GET.get("cursor") or None,
-                size=page_size(request.GET.get("size")),
-            )
-            rows, next_cursor, previous_cursor = page.rows, page.next_cursor, page.previous_cursor
-        except BadCursor as exc:
-            # The form and a link to the first page with the same filters, as a 400.
-            status, cursor_error = 400, str(exc)
-    else:
-        status = 400
+    page = filtered_list_page(
+        request, filterset, ts_field="last_timestamp", pk_field="conversation_id"
+    )
     context = {
         "filterset": filterset,
-        "rows": rows,
-        "next_cursor": next_cursor,
-        "previous_cursor": previous_cursor,
-        "cursor_error": cursor_error,
+        **page.context(),
         "has_filters": any(k not in ("cursor", "size") for k in request.GET),
         **filter_form_context(request),
     }
-    return render(request, "memory/conversation_list.html", context, status=status)
+    return render(request, "memory/conversation_list.html", context, status=page.status)
 
 
 def _first_dump(identifier: ComponentIdentifier) -> IdentifierDump | None:

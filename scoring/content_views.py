@@ -9,7 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from memory.pagination import BadCursor, keyset_page, page_size
+from memory.pagination import BadCursor, request_page
 from memory.textview import display_text
 from memory.trees import parse_dump
 from redteam.roles import viewer_required
@@ -26,12 +26,8 @@ def scored_content_list(request: HttpRequest) -> HttpResponse:
     """Scored loose content, newest first, keyset-paginated."""
     # Queries: session, user, permissions (2), one page.
     try:
-        page = keyset_page(
-            ScorableContent.objects.all(),
-            ts_field="first_seen_at",
-            pk_field="id",
-            cursor=request.GET.get("cursor") or None,
-            size=page_size(request.GET.get("size")),
+        page = request_page(
+            request, ScorableContent.objects.all(), ts_field="first_seen_at", pk_field="id"
         )
     except BadCursor as exc:
         # A link to the first page, as a 400.

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from memory.filters import AttackResultFilterSet
 from memory.models import AttackResult, IdentifierDump
-from memory.pagination import BadCursor, keyset_page, page_size
+from memory.pagination import BadCursor, request_page
 from memory.presenters import message_views
 from memory.querysets import (
     MAX_RELATED_SHOWN,
@@ -348,13 +348,7 @@ def _result_rows(
     qs = filterset.qs
     if review_view:
         qs = for_review(qs, review_view)
-    page = keyset_page(
-        qs,
-        ts_field="ingested_at",
-        pk_field="attack_result_id",
-        cursor=request.GET.get("cursor") or None,
-        size=page_size(request.GET.get("size")),
-    )
+    page = request_page(request, qs, ts_field="ingested_at", pk_field="attack_result_id")
     humans = latest_human_verdicts(r.pk for r in page.rows)
     rows = [result_summary(r, humans.get(r.pk)) for r in page.rows]
     return filterset, rows, page.next_cursor, page.previous_cursor
