@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -61,3 +62,20 @@ def recreate_database(url: str) -> None:
         )
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def django_on_scratch_database(script: str) -> None:
+    """Recreate the scratch PostgreSQL database (DATABASE_URL, default DEFAULT_URL), set up
+    Django against it and migrate: the start of every benchmark that drives the app itself."""
+    database_url = os.environ.get("DATABASE_URL") or DEFAULT_URL
+    if not database_url.startswith(("postgres://", "postgresql://")):
+        raise SystemExit(f"{script} needs PostgreSQL (DATABASE_URL=postgres://...)")
+    recreate_database(database_url)
+    os.environ["DATABASE_URL"] = database_url
+    os.environ.setdefault("DEBUG", "1")  # static files without a manifest; logging off
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "redteam.settings")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)

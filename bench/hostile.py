@@ -23,12 +23,11 @@ import argparse
 import os
 import re
 import statistics
-import sys
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from _common import DEFAULT_URL, ROOT, recreate_database
+from _common import ROOT, django_on_scratch_database
 
 KINDS = (
     ("api identifier", r"^/api/v1/identifiers/"),
@@ -69,16 +68,6 @@ class Fetch:
     status: int
 
 
-def _setup_django(database_url: str) -> None:
-    os.environ["DATABASE_URL"] = database_url
-    os.environ.setdefault("DEBUG", "1")  # static files without a manifest; logging off
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "redteam.settings")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-
-
 def measure(clients: tuple[Any, Any], urls: list[str], repeat: int) -> list[Fetch]:
     """Median wall time of each URL over ``repeat`` rounds (after one warm-up round)."""
     api, browser = clients
@@ -108,21 +97,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
-    database_url = os.environ.get("DATABASE_URL") or DEFAULT_URL
-    if not database_url.startswith(("postgres://", "postgresql://")):
-        raise SystemExit("bench/hostile.py needs PostgreSQL (DATABASE_URL=postgres://...)")
-    recreate_database(database_url)
-    _setup_django(database_url)
+    django_on_scratch_database("bench/hostile.py")
 
     from django.contrib.auth.models import User
-    from django.core.management import call_command
     from django.test import Client
 
     from memory.models import ComponentIdentifier
     from redteam.models import ApiKey
     from tests.security import hostile_payloads as hp
 
-    call_command("migrate", verbosity=0)
     user = User.objects.create_superuser("bench", "bench@example.invalid", "bench-pass-1")
     browser = Client(HTTP_HOST="127.0.0.1")
     browser.force_login(user)

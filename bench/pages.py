@@ -21,10 +21,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import random
 import statistics
-import sys
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -32,8 +30,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from _common import DEFAULT_URL, ROOT, recreate_database
 from _common import WORDS as BASE_WORDS
+from _common import django_on_scratch_database
 
 PIECES_PER_CONVERSATION = 10
 SCALES = (10_000, 1_000_000)
@@ -91,16 +89,6 @@ WORDS = [
 ]
 HARMS = ("violence", "illegal", "physical_security", "cybercrime", "hate", "self_harm")
 OUTCOMES = ("success", "failure", "failure", "failure", "undetermined", "error")
-
-
-def _setup_django(database_url: str) -> None:
-    os.environ["DATABASE_URL"] = database_url
-    os.environ.setdefault("DEBUG", "1")  # static files without a manifest; logging off
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "redteam.settings")
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
 
 
 # --- synthetic data ------------------------------------------------------------------------------
@@ -503,19 +491,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=15, help="timed requests per page")
     parser.add_argument("--scales", type=int, nargs=2, default=SCALES, metavar=("SMALL", "LARGE"))
     args = parser.parse_args(argv)
-    database_url = os.environ.get("DATABASE_URL") or DEFAULT_URL
-    if not database_url.startswith(("postgres://", "postgresql://")):
-        raise SystemExit("bench/pages.py needs PostgreSQL (DATABASE_URL=postgres://...)")
-    recreate_database(database_url)
-    _setup_django(database_url)
+    django_on_scratch_database("bench/pages.py")
 
     from django.contrib.auth.models import User
-    from django.core.management import call_command
     from django.test import Client
 
     from scoring.tallies import refresh_outcome_tallies
 
-    call_command("migrate", verbosity=0)
     user = User.objects.create_superuser("bench", "bench@example.invalid", "bench-pass-1")
     client = Client(HTTP_HOST="127.0.0.1")
     client.force_login(user)
