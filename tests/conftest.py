@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,3 +40,13 @@ def _axes_off_by_default(settings: pytest.FixtureRequest) -> None:
 def _fast_password_hashing(settings: pytest.FixtureRequest) -> None:
     """PBKDF2's production cost (about a second per user) only slows tests down."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def quiet_request_log() -> Iterator[None]:
+    """Tests that expect hundreds of 4xx answers: each would log a warning line."""
+    logger = logging.getLogger("django.request")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    yield
+    logger.setLevel(level)

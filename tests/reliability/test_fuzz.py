@@ -8,7 +8,6 @@ so a CI failure replays locally.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections import Counter
 from pathlib import Path
@@ -56,16 +55,6 @@ def seeded(fuzz_key: str, fixtures_dir: Path) -> None:
         HTTP_AUTHORIZATION=f"Bearer {fuzz_key}",
     )
     assert response.status_code == 200, response.content
-
-
-@pytest.fixture
-def quiet_request_log() -> Any:
-    """Thousands of expected 4xx answers would each log a warning line."""
-    logger = logging.getLogger("django.request")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
 
 
 @pytest.fixture

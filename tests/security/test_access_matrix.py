@@ -12,7 +12,6 @@ stand in for a refusal.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -222,16 +221,6 @@ def test_every_url_is_classified() -> None:
     assert unclassified == [], f"decide who may use these URLs: {unclassified}"
     stale = sorted(set(CLASSIFIED) - {name for _, name in all_routes()})
     assert stale == [], f"classified URLs that no longer exist: {stale}"
-
-
-@pytest.fixture
-def quiet_request_log() -> Iterator[None]:
-    """Hundreds of expected 401/403/404 answers would each log a warning."""
-    logger = logging.getLogger("django.request")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
 
 
 def test_access_matrix(roles: Roles, memory: Memory, quiet_request_log: None) -> None:

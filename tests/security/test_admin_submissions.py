@@ -3,8 +3,6 @@ minimal submissions. The pages come from the admin registry, so a new ModelAdmin
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,16 +23,6 @@ def _registered() -> list[tuple[type[models.Model], admin.ModelAdmin[Any]]]:
 
 
 ADMINS = [model._meta.label for model, _ in _registered()]
-
-
-@pytest.fixture
-def quiet_request_log() -> Iterator[None]:
-    """The expected 403s would each log a warning."""
-    logger = logging.getLogger("django.request")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
 
 
 @pytest.fixture

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
-import logging
 import random
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
 
@@ -93,16 +91,6 @@ HARMLESS = {
     "api: offset PostgreSQL refuses": _api_token(p="2026-01-01 00:00:00+23:59"),
     "text pk": _page_token(["n", TS, "not-a-uuid"]),
 }
-
-
-@pytest.fixture
-def quiet_request_log() -> Iterator[None]:
-    """Hundreds of expected 400 answers would each log a warning."""
-    logger = logging.getLogger("django.request")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    yield
-    logger.setLevel(level)
 
 
 def _readable_get_paths(memory: Memory) -> list[tuple[str, str]]:
