@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import uuid
 from typing import Any
 
 import pytest
@@ -105,3 +106,24 @@ def test_message_scorable_scores_have_no_loose_content(fixtures_dir: Any) -> Non
     scores = read_jsonl(fixtures_dir / "pyrit-1.1" / "scores.jsonl")
     ingest_batch({"scores": scores})
     assert not ScorableContent.objects.exists()
+
+
+def _loose_scores(count: int, tag: str) -> list[dict[str, Any]]:
+    """``count`` inline loose-content scores, each over its own text."""
+    template = rows(BEFORE)[0]
+    out = []
+    for n in range(count):
+        score = copy.deepcopy(template)
+        score["id"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"loose-{tag}-{n}"))
+        score["scorable"]["value"] = f"loose text {tag} {n}"
+        out.append(score)
+    return out
+
+
+def test_loose_content_scores_cost_constant_queries(django_assert_max_num_queries: Any) -> None:
+    ingest_batch({"scores": _loose_scores(3, "warm")})
+    with django_assert_max_num_queries(40) as three:
+        assert ingest_batch({"scores": _loose_scores(3, "a")}).ok
+    with django_assert_max_num_queries(40) as thirty:
+        assert ingest_batch({"scores": _loose_scores(30, "b")}).ok
+    assert len(thirty.captured_queries) == len(three.captured_queries)
