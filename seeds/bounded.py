@@ -3,10 +3,12 @@
 Template text is hostile, and some of what it can ask for happens inside one C call or one
 library function (a join of a long list, `wordwrap`, a deeply nested expression handed to the
 parser), where no check between template steps can stop it. So the work itself runs in a child
-process: its address space is capped (`RLIMIT_AS`, above what it inherits), its CPU time is capped
-per item (`RLIMIT_CPU`), and the parent kills it when an item takes longer than its wall-clock
-share or the whole batch runs out of time. A killed item is reported, the child is restarted at
-the next item, and items left when the batch's time is spent are reported without being run.
+process: its address space is capped (`RLIMIT_AS`, above what it inherits: free memory already
+inside the inherited heap stays usable, so a child holds at most the worker's own size plus the
+cap), its CPU time is capped per item (`RLIMIT_CPU`), and the parent kills it when an item
+takes longer than its wall-clock share or the whole batch runs out of time. A killed item is
+reported, the child is restarted at the next item, and items left when the batch's time is
+spent are reported without being run.
 
 The child is a `fork()` of the calling process: it starts in microseconds with everything already
 imported, touches nothing shared (no database, no files) and leaves through `os._exit`, so no

@@ -6,6 +6,7 @@ catches unbounded work (the figures themselves are in bench/seeds_hostile.py).
 
 from __future__ import annotations
 
+import mmap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -150,7 +151,14 @@ def _sleep(seconds: float) -> str:
 
 
 def _allocate(megabytes: int) -> int:
-    return len(bytearray(megabytes * 1024 * 1024))
+    # A new mapping, as a large allocation past the inherited heap is: malloc would first reuse
+    # free chunks the forked child inherited, which depend on what the test session did before.
+    try:
+        region = mmap.mmap(-1, megabytes * 1024 * 1024)
+    except OSError as exc:
+        raise MemoryError(str(exc)) from exc
+    region.write(b"x" * 4096)
+    return len(region)
 
 
 def _spin(_: object) -> None:
