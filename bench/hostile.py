@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     from django.test import Client
 
     from memory.models import ComponentIdentifier
-    from redteam.models import ApiKey
+    from redteam.common.models import ApiKey
     from tests.security import hostile_payloads as hp
 
     user = User.objects.create_superuser("bench", "bench@example.invalid", "bench-pass-1")

@@ -108,7 +108,7 @@ def _store_identifiers() -> Identifiers:
     """A realistic handful of targets, converters, scorers and atomic attacks."""
     from memory.bulk import store_identifier_uses
     from memory.parsing import parse_identifier
-    from redteam.identifiers import ComponentIdentifier as CI
+    from redteam.core.identity import ComponentIdentifier as CI
 
     def store(ci: CI) -> tuple[str, str]:
         errors: list[Any] = []
@@ -474,8 +474,8 @@ def pages(sample: dict[str, str]) -> list[tuple[str, str]]:
 def sample_urls() -> dict[str, str]:
     """A conversation from the middle of the table and the list's second-page cursor."""
     from memory.models import Conversation
-    from memory.pagination import DEFAULT_PAGE_SIZE, encode_cursor
     from memory.querysets import conversations_for_list
+    from redteam.common.pagination import DEFAULT_PAGE_SIZE, encode_cursor
 
     total = Conversation.objects.count()
     middle = Conversation.objects.order_by("conversation_id")[total // 2]

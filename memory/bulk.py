@@ -23,9 +23,9 @@ from django.utils import timezone
 
 from memory.models import ComponentIdentifier, IdentifierDump
 from memory.parsing import ParsedIdentifier
-from redteam.dbutil import lift_sqlite_variable_limit
-from redteam.fields import ExactCharField, ExactTextField, stored_json_text
-from redteam.storedtext import ESCAPE, encode_text
+from redteam.common.dbutil import lift_sqlite_variable_limit
+from redteam.common.fields import ExactCharField, ExactTextField, stored_json_text
+from redteam.core.storedtext import ESCAPE, encode_text
 
 # Rows per INSERT statement; large enough that a typical API batch is one statement.
 MAX_ROWS_PER_STATEMENT = 5000
@@ -125,7 +125,7 @@ def insert_rows(model: type[models.Model], rows: Sequence[Mapping[str, Any]]) ->
     sql = f"COPY {quote(model._meta.db_table)} ({columns}) FROM STDIN"
     specs = _column_specs(fields, timezone.now())
     # COPY bypasses the fields' get_prep_value, so the stored form of text and JSON is made
-    # here with the same functions (redteam.storedtext); nothing else differs.
+    # here with the same functions (redteam.core.storedtext); nothing else differs.
     dumps = stored_json_text
     # The per-row loop is the hot path of batch ingestion: plain columns are read with one
     # comprehension, then only the JSON columns present in the row are serialised and only

@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from memory.models import Conversation, IdentifierDump, MessagePiece, ScenarioResult
-from memory.reassembly import sort_message_pieces
 from memory.shapes import PIECE_KEYS_013, PIECE_KEYS_1X
+from redteam.core.reassembly import sort_message_pieces
 
 __all__ = [
     "Shape",

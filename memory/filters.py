@@ -35,8 +35,8 @@ from memory.models import (
     PieceConverter,
     ScenarioResult,
 )
-from redteam.datebounds import DateBoundFilter
-from redteam.pyrit_enums import (
+from redteam.common.datebounds import DateBoundFilter
+from redteam.core.enums import (
     ATTACK_OUTCOMES,
     CHAT_MESSAGE_ROLES,
     IDENTIFIER_TYPES,

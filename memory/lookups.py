@@ -16,8 +16,8 @@ from django.db.models import BooleanField, Expression, F, Q, QuerySet
 from django.db.models.sql.compiler import SQLCompiler
 
 from memory.models import MessagePiece
-from redteam.fields import stored_json_text
-from redteam.storedtext import encode_text
+from redteam.common.fields import stored_json_text
+from redteam.core.storedtext import encode_text
 
 # Characters of each value that enter the full-text document. A tsvector is capped at 1 MB,
 # so an unbounded expression would make inserting one huge hostile piece fail; the index in

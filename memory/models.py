@@ -14,8 +14,7 @@ from typing import Any
 
 from django.db import models
 
-from memory.textview import MAX_METADATA_CHARS, visible_json
-from redteam.choices import (
+from redteam.common.choices import (
     CONVERSATION_TYPE_CHOICES,
     DATA_TYPE_CHOICES,
     ORIGINATOR_CHOICES,
@@ -24,9 +23,9 @@ from redteam.choices import (
     ROLE_CHOICES,
     SCENARIO_RUN_STATE_CHOICES,
 )
-from redteam.fields import ExactCharField, ExactForeignKey, ExactJSONField, ExactTextField
-from redteam.models import MediaBlob
-from redteam.pyrit_enums import (
+from redteam.common.fields import ExactCharField, ExactForeignKey, ExactJSONField, ExactTextField
+from redteam.common.models import MediaBlob
+from redteam.core.enums import (
     ATTACK_OUTCOMES,
     CHAT_MESSAGE_ROLES,
     CONVERSATION_TYPES,
@@ -34,6 +33,7 @@ from redteam.pyrit_enums import (
     PROMPT_RESPONSE_ERRORS,
     SCENARIO_RUN_STATES,
 )
+from redteam.core.textview import MAX_METADATA_CHARS, visible_json
 
 HEX64 = r"^[0-9a-f]{64}$"
 

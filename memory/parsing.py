@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from redteam.identifiers import ComponentIdentifier
-from redteam.outcomes import FieldError
+from redteam.core.identity import ComponentIdentifier
+from redteam.core.outcomes import FieldError
 
 __all__ = [
     "EXTENSION_KEYS",

@@ -26,7 +26,6 @@ from memory.parsing import (
     parse_identifier,
     raw_id,
 )
-from memory.reassembly import NULL_CONVERTED_VALUE
 from memory.shapes import (
     LEGACY_PIECE_ONLY,
     LOOSE_CONTENT_KEY,
@@ -42,8 +41,7 @@ from memory.shapes import (
     SCORE_KEYS_1X,
     SCORE_KEYS_ENTRY,
 )
-from redteam.outcomes import FieldError
-from redteam.pyrit_enums import (
+from redteam.core.enums import (
     CHAT_MESSAGE_ROLES,
     ORIGINATORS,
     PROMPT_DATA_TYPES,
@@ -52,6 +50,8 @@ from redteam.pyrit_enums import (
     SCORE_TYPES,
     TEXT_HASHED_DATA_TYPES,
 )
+from redteam.core.outcomes import FieldError
+from redteam.core.reassembly import NULL_CONVERTED_VALUE
 
 __all__ = ["ParsedPiece", "ParsedScore", "parse_piece", "parse_score", "piece_shape", "score_shape"]
 

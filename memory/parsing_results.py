@@ -32,14 +32,14 @@ from memory.shapes import (
     CONVERSATION_KEYS,
     RETRY_EVENT_KEYS,
 )
-from redteam.identifiers import ComponentIdentifier
-from redteam.outcomes import FieldError
-from redteam.pyrit_enums import (
+from redteam.core.enums import (
     ATTACK_OUTCOMES,
     CONVERSATION_RETRY_REASONS,
     CONVERSATION_TYPES,
 )
-from redteam.roundtrip import related_description
+from redteam.core.identity import ComponentIdentifier
+from redteam.core.outcomes import FieldError
+from redteam.core.roundtrip import related_description
 
 __all__ = [
     "ParsedAttackResult",

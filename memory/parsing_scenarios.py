@@ -25,8 +25,8 @@ from memory.parsing import (
     raw_id,
 )
 from memory.parsing_results import ParsedAttackResult, parse_attack_result
-from redteam.outcomes import FieldError
-from redteam.pyrit_enums import SCENARIO_RUN_STATES
+from redteam.core.enums import SCENARIO_RUN_STATES
+from redteam.core.outcomes import FieldError
 
 __all__ = [
     "SCENARIO_RESULT_KEYS_013",

@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.models import MessagePiece, PieceConverter
-from memory.reassembly import group_by_sequence
-from memory.textview import (
+from redteam.common.media import INLINE_CONTENT_TYPES
+from redteam.common.models import MediaBlob
+from redteam.core.reassembly import group_by_sequence
+from redteam.core.textview import (
     MAX_DISPLAY_CHARS,
     MAX_METADATA_CHARS,
     DisplayText,
@@ -20,8 +22,6 @@ from memory.textview import (
     visible_json,
     word_diff,
 )
-from redteam.media import INLINE_CONTENT_TYPES
-from redteam.models import MediaBlob
 
 # Characters of stored text one conversation page shows in all (each value is also cut at
 # textview.MAX_DISPLAY_CHARS): a thousand 100k-character pieces would otherwise add up to a

@@ -17,7 +17,7 @@ from memory.models import (
     PieceConverter,
     ScenarioResult,
 )
-from memory.trees import (
+from redteam.core.trees import (
     MAX_TREE_DEPTH,
     MAX_TREE_NODES,
     RebuiltTree,
@@ -135,7 +135,7 @@ def references_to_conversation(conversation_id: str) -> QuerySet[ConversationRef
 
 
 def identifier_trees(roots: list[ComponentIdentifier]) -> dict[str, RebuiltTree]:
-    """Each root's tree rebuilt from stored rows (memory.trees.rebuild_from_rows), by hash.
+    """Each root's tree rebuilt from stored rows (redteam.core.trees.rebuild_from_rows), by hash.
 
     The roots' rows are fetched together: one query per tree level, at most MAX_TREE_DEPTH,
     and at most MAX_TREE_NODES rows per root, since no rebuild emits more nodes than that.

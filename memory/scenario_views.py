@@ -19,12 +19,12 @@ from django.views.decorators.http import require_GET
 
 from memory.filters import ScenarioResultFilterSet
 from memory.models import AttackResult, IdentifierDump, ScenarioResult
-from memory.pagination import filtered_list_page
-from memory.textview import display_text
-from memory.trees import TreeNode, parse_dump
-from redteam.outcomes import OutcomeCounts
-from redteam.pyrit_enums import SCENARIO_RUN_STATES
-from redteam.roles import viewer_required
+from redteam.common.pagination import filtered_list_page
+from redteam.common.roles import viewer_required
+from redteam.core.enums import SCENARIO_RUN_STATES
+from redteam.core.outcomes import OutcomeCounts
+from redteam.core.textview import display_text
+from redteam.core.trees import TreeNode, parse_dump
 
 # Result rows listed under each atomic attack (the counts cover all of them).
 MAX_RESULTS_SHOWN = 200

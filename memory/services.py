@@ -26,8 +26,8 @@ from memory.store_common import register_score_store
 from memory.store_pieces import store_conversations, store_message_pieces
 from memory.store_results import store_attack_results
 from memory.store_scenarios import store_scenario_results
-from redteam.models import MediaBlob
-from redteam.pyrit_enums import MEDIA_PATH_DATA_TYPES
+from redteam.common.models import MediaBlob
+from redteam.core.enums import MEDIA_PATH_DATA_TYPES
 
 __all__ = [
     "link_media",
@@ -84,7 +84,7 @@ def store_media(
 
     What an upload and the memory-file import both do with a file's bytes.
     """
-    from redteam.media import store_media_bytes
+    from redteam.common.media import store_media_bytes
     from seeds.services import link_media as link_seeds  # seeds may be absent from a slim install
 
     blob = store_media_bytes(data, filename=filename, user=user)

@@ -18,7 +18,7 @@ from memory.bulk import bulk_insert
 from memory.models import Conversation
 from memory.parsing import canonical
 from memory.parsing_pieces import ParsedScore
-from redteam.outcomes import FieldError, ItemOutcome, ItemStatus
+from redteam.core.outcomes import FieldError, ItemOutcome, ItemStatus
 
 KIND_CONVERSATIONS = "conversations"
 KIND_PIECES = "message_pieces"

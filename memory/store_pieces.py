@@ -13,7 +13,6 @@ from memory.bulk import bulk_update, insert_rows, store_identifier_uses
 from memory.models import Conversation, MessagePiece, PieceConverter
 from memory.parsing_pieces import ParsedPiece, ParsedScore, parse_piece
 from memory.parsing_results import ParsedConversation, parse_conversation
-from memory.reassembly import INCONSISTENT_ROLES, message_errors
 from memory.shapes import PIECE_VALUE_KEYS
 from memory.store_common import (
     KIND_CONVERSATIONS,
@@ -27,10 +26,11 @@ from memory.store_common import (
     prefixed,
     store_embedded_scores,
 )
-from redteam.models import MediaBlob
-from redteam.outcomes import FieldError, ItemOutcome
-from redteam.pyrit_enums import MEDIA_PATH_DATA_TYPES
-from redteam.roundtrip import identifier_compared
+from redteam.common.models import MediaBlob
+from redteam.core.enums import MEDIA_PATH_DATA_TYPES
+from redteam.core.outcomes import FieldError, ItemOutcome
+from redteam.core.reassembly import INCONSISTENT_ROLES, message_errors
+from redteam.core.roundtrip import identifier_compared
 
 SIBLING_REJECTED = (
     "Another piece of the same message (conversation_id, sequence) was rejected; "

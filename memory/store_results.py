@@ -26,8 +26,8 @@ from memory.store_common import (
     store_embedded_scores,
 )
 from memory.store_pieces import store_pieces
-from redteam.outcomes import FieldError, ItemOutcome
-from redteam.roundtrip import identifier_compared, related_compared, traceback_compared
+from redteam.core.outcomes import FieldError, ItemOutcome
+from redteam.core.roundtrip import identifier_compared, related_compared, traceback_compared
 
 ATTACK_RESULT_COMPARE_013 = (
     "conversation_id",

@@ -8,7 +8,7 @@ any order, so a result may name a scenario that has not arrived (or never will).
 
 Normalisations before comparing a replay (PyRIT's own memory round trip changes these):
 
-* identifiers are compared as redteam.roundtrip.identifier_compared does (content hash, or
+* identifiers are compared as redteam.core.roundtrip.identifier_compared does (content hash, or
   identical dump for legacy truncated ones; memory re-stamps ``eval_hash``);
 * ``error_attack_result_ids`` is not compared (PyRIT's table does not keep it, so a
   scenario read back from memory has ``[]``);
@@ -34,8 +34,8 @@ from memory.store_common import (
     prefixed,
 )
 from memory.store_results import store_parsed_attack_results
-from redteam.outcomes import FieldError, ItemOutcome
-from redteam.roundtrip import identifier_compared
+from redteam.core.outcomes import FieldError, ItemOutcome
+from redteam.core.roundtrip import identifier_compared
 
 KIND_SCENARIO_RESULTS = "scenario_results"
 

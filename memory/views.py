@@ -26,13 +26,13 @@ from memory.models import (
     MessagePiece,
     PieceConverter,
 )
-from memory.pagination import filtered_list_page
 from memory.querysets import conversations_for_list, identifier_tree, identifier_trees
-from memory.trees import diff_dumps, json_text, tree_from_dump
-from redteam.media import INLINE_CONTENT_TYPES, SHA256_RE
-from redteam.models import MediaBlob
-from redteam.pyrit_enums import ATTACK_OUTCOMES, PROMPT_DATA_TYPES
-from redteam.roles import viewer_required
+from redteam.common.media import INLINE_CONTENT_TYPES, SHA256_RE
+from redteam.common.models import MediaBlob
+from redteam.common.pagination import filtered_list_page
+from redteam.common.roles import viewer_required
+from redteam.core.enums import ATTACK_OUTCOMES, PROMPT_DATA_TYPES
+from redteam.core.trees import diff_dumps, json_text, tree_from_dump
 
 # Suggestions for the target/attack/converter inputs come from the (small) identifier table.
 MAX_CLASS_SUGGESTIONS = 300

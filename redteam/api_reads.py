@@ -36,14 +36,14 @@ from memory.querysets import (
     pieces_for_export,
     scenario_results_for_export,
 )
-from memory.reassembly import reassemble_conversation
-from redteam.api_common import (
+from redteam.common.api_common import (
     SHAPE_PARAMETER,
     ShapedReadViewSet,
     cursor_pagination,
     requested_shape,
     row_shape,
 )
+from redteam.core.reassembly import reassemble_conversation
 from scoring.export import export_attack_result, export_score, fits_013, scores_by_prompt_id
 from scoring.models import Score
 

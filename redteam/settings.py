@@ -46,10 +46,11 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "simple_history",
     "axes",
-    "redteam",
+    "redteam.common",
     "seeds",
     "memory",
     "scoring",
+    "redteam.site",
 ]
 
 MIDDLEWARE = [
@@ -181,7 +182,7 @@ AXES_RESET_ON_SUCCESS = True
 # Behind N trusted reverse proxies, the client address is the Nth from the right of
 # X-Forwarded-For; with 0 (no proxy) it is REMOTE_ADDR, which a client cannot forge.
 REDTEAM_TRUSTED_PROXY_COUNT: int = env.int("REDTEAM_TRUSTED_PROXY_COUNT", default=0)
-AXES_CLIENT_IP_CALLABLE = "redteam.security.client_ip"
+AXES_CLIENT_IP_CALLABLE = "redteam.common.security.client_ip"
 # API key guessing: after REDTEAM_API_KEY_FAILURE_LIMIT failed keys from one client address
 # (the same address as above, so proxies are handled alike) within
 # REDTEAM_API_KEY_FAILURE_WINDOW seconds, that address gets 429 with Retry-After until the
@@ -209,15 +210,15 @@ REST_FRAMEWORK = {
     # API keys (Authorization: Bearer) first, so a missing key is answered with 401; browser
     # users fall through to their session. See redteam/api_auth.py for the scope policy.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "redteam.api_auth.ApiKeyAuthentication",
+        "redteam.common.api_auth.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     # Every endpoint needs auth; GETs need the "read" scope unless a view says otherwise.
-    "DEFAULT_PERMISSION_CLASSES": ["redteam.api_auth.HasReadScope"],
+    "DEFAULT_PERMISSION_CLASSES": ["redteam.common.api_auth.HasReadScope"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Non-finite floats go out as NaN/Infinity tokens, as PyRIT's own json.dumps writes them.
-    "DEFAULT_RENDERER_CLASSES": ["redteam.renderers.PyritJSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["redteam.common.renderers.PyritJSONRenderer"],
 }
 
 SPECTACULAR_SETTINGS = {
@@ -225,7 +226,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Ingest and read PyRIT memory: message pieces, scores, attack results, seeds.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["redteam.api_auth.HasReadScope"],
+    "SERVE_PERMISSIONS": ["redteam.common.api_auth.HasReadScope"],
     # Swagger UI from our own static files: the CSP allows no third-party origins.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -233,7 +234,7 @@ SPECTACULAR_SETTINGS = {
     # Document the framework's own error answers (401/403/400/404/415) on every operation.
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "redteam.openapi.add_error_responses",
+        "redteam.common.openapi.add_error_responses",
     ],
 }
 

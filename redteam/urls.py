@@ -6,14 +6,14 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from redteam import views
+from redteam.site import views
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("health/", views.health, name="health"),
-    path("api/", include("redteam.api_urls")),
+    path("api/", include("redteam.site.api_urls")),
     path("seeds/", include("seeds.urls")),
     path("", include("memory.urls")),
     path("", include("scoring.urls")),
@@ -22,4 +22,4 @@ urlpatterns = [
 
 # A path no route matches (e.g. an id segment the storedid converter refuses) is still an API
 # answer under /api/: JSON, like every other API error, so clients parse one format.
-handler404 = "redteam.views.not_found"
+handler404 = "redteam.site.views.not_found"

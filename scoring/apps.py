@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
-from django.db.models.signals import post_migrate
 
 
 class ScoringConfig(AppConfig):
@@ -13,10 +12,5 @@ class ScoringConfig(AppConfig):
     name = "scoring"
 
     def ready(self) -> None:
-        """Create the reviewer and read-only roles after migrate (scoring migrates last)."""
-        from redteam.roles import ensure_roles_after_migrate
-        from scoring import signals  # noqa: F401  (connects the verdict deletion audit)
-
-        post_migrate.connect(
-            ensure_roles_after_migrate, sender=self, dispatch_uid="redteam.ensure_roles"
-        )
+        """Connect the verdict deletion audit."""
+        from scoring import signals  # noqa: F401

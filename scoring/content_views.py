@@ -9,10 +9,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from memory.pagination import BadCursor, request_page
-from memory.textview import display_text
-from memory.trees import parse_dump
-from redteam.roles import viewer_required
+from redteam.common.pagination import BadCursor, request_page
+from redteam.common.roles import viewer_required
+from redteam.core.textview import display_text
+from redteam.core.trees import parse_dump
 from scoring.models import ScorableContent, Score
 from scoring.views import ScoreView
 

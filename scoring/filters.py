@@ -21,8 +21,8 @@ from memory.filters import (
     UUIDInFilter,
 )
 from memory.models import MessagePiece
-from redteam.datebounds import DateBoundFilter
-from redteam.pyrit_enums import SCORE_STATUSES, SCORE_TYPES
+from redteam.common.datebounds import DateBoundFilter
+from redteam.core.enums import SCORE_STATUSES, SCORE_TYPES
 from scoring.models import Score, ScoreSource
 
 SCORE_TYPE_CHOICES = [(t, t) for t in SCORE_TYPES]

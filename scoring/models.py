@@ -9,9 +9,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from redteam.choices import DATA_TYPE_CHOICES, SCORE_STATUS_CHOICES, SCORE_TYPE_CHOICES
-from redteam.fields import ExactCharField, ExactJSONField, ExactTextField
-from redteam.pyrit_enums import PROMPT_DATA_TYPES, SCORE_STATUSES, SCORE_TYPES
+from redteam.common.choices import DATA_TYPE_CHOICES, SCORE_STATUS_CHOICES, SCORE_TYPE_CHOICES
+from redteam.common.fields import ExactCharField, ExactJSONField, ExactTextField
+from redteam.core.enums import PROMPT_DATA_TYPES, SCORE_STATUSES, SCORE_TYPES
 
 
 class ScoreSource(models.TextChoices):

@@ -27,11 +27,11 @@ from memory.bulk import insert_rows, store_identifier_uses
 from memory.models import AttackResult, Conversation, MessagePiece
 from memory.parsing import ParsedIdentifier, canonical, parse_identifier
 from memory.parsing_pieces import ParsedScore, parse_score
-from redteam.audit import record_audit
-from redteam.identifiers import LINE_PYRIT_VERSIONS, ComponentIdentifier
-from redteam.outcomes import FieldError, ItemOutcome, ItemStatus
-from redteam.roles import can_record_verdicts
-from redteam.roundtrip import identifier_compared
+from redteam.common.audit import record_audit
+from redteam.common.roles import can_record_verdicts
+from redteam.core.identity import LINE_PYRIT_VERSIONS, ComponentIdentifier
+from redteam.core.outcomes import FieldError, ItemOutcome, ItemStatus
+from redteam.core.roundtrip import identifier_compared
 from scoring.models import ScorableContent, Score, ScoreSource
 from scoring.review import effective_outcome
 

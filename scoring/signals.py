@@ -11,7 +11,7 @@ from typing import Any
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
-from redteam.audit import record_audit
+from redteam.common.audit import record_audit
 from scoring.models import Score, ScoreSource
 
 

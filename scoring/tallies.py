@@ -21,8 +21,8 @@ from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
 from memory.models import AttackResult
-from redteam.outcomes import OutcomeCounts
-from redteam.pyrit_enums import ATTACK_OUTCOMES
+from redteam.core.enums import ATTACK_OUTCOMES
+from redteam.core.outcomes import OutcomeCounts
 from scoring.models import OutcomeTally, Score, ScoreSource, TallySnapshot
 from scoring.review import human_scores, verdict_success
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-import redteam.idpath  # noqa: F401  (registers the storedid converter)
+import redteam.common.idpath  # noqa: F401  (registers the storedid converter)
 from scoring import content_views, views
 
 app_name = "scoring"

@@ -22,7 +22,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from memory.filters import AttackResultFilterSet
 from memory.models import AttackResult, IdentifierDump
-from memory.pagination import BadCursor, request_page
 from memory.presenters import message_views
 from memory.querysets import (
     MAX_RELATED_SHOWN,
@@ -32,10 +31,11 @@ from memory.querysets import (
     pieces_for_conversation,
     references_to_conversation,
 )
-from memory.textview import display_text
-from memory.trees import TreeNode, parse_dump
 from memory.views import filter_form_context
-from redteam.roles import can_record_verdicts, viewer_required
+from redteam.common.pagination import BadCursor, request_page
+from redteam.common.roles import can_record_verdicts, viewer_required
+from redteam.core.textview import display_text
+from redteam.core.trees import TreeNode, parse_dump
 from scoring.models import Score
 from scoring.review import (
     REVIEW_VIEWS,

@@ -22,7 +22,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 from simple_history.admin import SimpleHistoryAdmin
 
-from redteam.visible import visible_text
+from redteam.core.visible import visible_text
 from seeds import admin_views, services
 from seeds.admin_views import export_problems_reported, shown_with_count, yaml_download
 from seeds.forms import (

@@ -23,7 +23,7 @@ from django.http import (
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from redteam.visible import count_invisible, visible_text
+from redteam.core.visible import count_invisible, visible_text
 from seeds import services
 from seeds.bounded import time_budget
 from seeds.forms import ImportUploadForm

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from django.db import models, router
 from simple_history.utils import bulk_create_with_history, bulk_update_with_history
 
-from redteam.dbutil import lift_sqlite_variable_limit
+from redteam.common.dbutil import lift_sqlite_variable_limit
 
 M = TypeVar("M", bound=models.Model)
 

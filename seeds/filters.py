@@ -15,8 +15,8 @@ import django_filters as df
 from django import forms
 from django.db.models import QuerySet
 
-from redteam.datebounds import DateBoundFilter
-from redteam.pyrit_enums import PROMPT_DATA_TYPES, SEED_TYPES
+from redteam.common.datebounds import DateBoundFilter
+from redteam.core.enums import PROMPT_DATA_TYPES, SEED_TYPES
 from seeds.models import Seed
 
 MAX_VALUES = 20

@@ -181,7 +181,7 @@ def _resolve_media(
     Disk files were read by the loader; uploaded files match by file name; otherwise a stored
     blob whose sha256 the YAML names (as redteam's exports do) is used.
     """
-    from redteam.models import MediaBlob
+    from redteam.common.models import MediaBlob
     from seeds.media import check_media_matches
 
     found: dict[int, bytes | str] = {}

@@ -1,4 +1,4 @@
-"""Media bytes for seeds: stored content-addressed (redteam.media), checked against data_type.
+"""Media bytes for seeds: stored content-addressed (redteam.common.media), checked by type.
 
 The type of uploaded bytes is sniffed from their first bytes, never taken from the client or
 the file name, and must fit the seed's data_type (an image for image_path, and so on).
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from redteam.media import sniff_content_type, store_media_bytes
-from redteam.models import MediaBlob
+from redteam.common.media import sniff_content_type, store_media_bytes
+from redteam.common.models import MediaBlob
 
 _EXPECTED_PREFIX = {"image_path": "image/", "audio_path": "audio/", "video_path": "video/"}
 

@@ -11,10 +11,10 @@ import uuid
 from django.db import models
 from simple_history.models import HistoricalRecords
 
-from redteam.choices import DATA_TYPE_CHOICES, ROLE_CHOICES, SEED_TYPE_CHOICES
-from redteam.fields import ExactCharField, ExactJSONField, ExactTextField
-from redteam.pyrit_enums import CHAT_MESSAGE_ROLES, PROMPT_DATA_TYPES, SEED_TYPES
-from redteam.visible import visible_text
+from redteam.common.choices import DATA_TYPE_CHOICES, ROLE_CHOICES, SEED_TYPE_CHOICES
+from redteam.common.fields import ExactCharField, ExactJSONField, ExactTextField
+from redteam.core.enums import CHAT_MESSAGE_ROLES, PROMPT_DATA_TYPES, SEED_TYPES
+from redteam.core.visible import visible_text
 
 
 class SeedDataset(models.Model):

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from redteam.outcomes import FieldError
-from redteam.pyrit_enums import CHAT_MESSAGE_ROLES, PROMPT_DATA_TYPES, SEED_TYPES
-from redteam.roundtrip import seed_compared
+from redteam.core.enums import CHAT_MESSAGE_ROLES, PROMPT_DATA_TYPES, SEED_TYPES
+from redteam.core.outcomes import FieldError
+from redteam.core.roundtrip import seed_compared
 from seeds import rules
 from seeds.models import Seed
 from seeds.yaml_loader import SEED_KEYS, simulated_value

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from redteam.pyrit_enums import (
+from redteam.core.enums import (
     CHAT_MESSAGE_ROLES,
     MEDIA_PATH_DATA_TYPES,
     PROMPT_DATA_TYPES,

@@ -17,8 +17,8 @@ from django.apps import apps
 from django.db import transaction
 from django.db.models import QuerySet
 
-from redteam.outcomes import FieldError, ItemOutcome
-from redteam.pyrit_enums import MEDIA_PATH_DATA_TYPES
+from redteam.core.enums import MEDIA_PATH_DATA_TYPES
+from redteam.core.outcomes import FieldError, ItemOutcome
 from seeds import rules
 from seeds.bulk import create_with_history, update_quietly, update_with_history
 from seeds.importing import export_dataset, export_seeds, import_dataset

@@ -17,8 +17,8 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from redteam.roles import viewer_required
-from redteam.visible import visible_text
+from redteam.common.roles import viewer_required
+from redteam.core.visible import visible_text
 from seeds import services
 from seeds.models import Seed, SeedDataset
 from seeds.preview import template_preview

@@ -54,7 +54,7 @@ from typing import Any
 
 import yaml
 
-from redteam.pyrit_enums import CHAT_MESSAGE_ROLES, PROMPT_DATA_TYPES, SEED_TYPES
+from redteam.core.enums import CHAT_MESSAGE_ROLES, PROMPT_DATA_TYPES, SEED_TYPES
 from seeds import rules
 from seeds.templating import RenderResult, has_markup, render_silent_many
 

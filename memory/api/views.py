@@ -19,8 +19,8 @@ from memory.export import export_conversation
 from memory.filters import HASH_RE, ConversationFilterSet, IdentifierFilterSet
 from memory.models import ComponentIdentifier, Conversation
 from memory.querysets import identifier_tree
-from memory.trees import MAX_TREE_CHARS, MAX_TREE_DEPTH, MAX_TREE_NODES
-from redteam.api_common import cursor_pagination
+from redteam.common.api_common import cursor_pagination
+from redteam.core.trees import MAX_TREE_CHARS, MAX_TREE_DEPTH, MAX_TREE_NODES
 
 
 class ConversationOut(serializers.Serializer):  # type: ignore[type-arg]
@@ -140,7 +140,7 @@ class IdentifierViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """The row plus its tree rebuilt from child rows (1 query + 1 per tree level, at most
-        MAX_TREE_DEPTH), budgeted like every tree (memory.trees)."""
+        MAX_TREE_DEPTH), budgeted like every tree (redteam.core.trees)."""
         digest = str(kwargs.get("hash", ""))
         if not HASH_RE.match(digest):
             raise Http404

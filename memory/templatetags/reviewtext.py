@@ -1,6 +1,6 @@
 """Template filters that keep per-row lists bounded on review pages (first few, then a count).
 
-Invisible characters in short text are the `visible` filter's job (redteam.templatetags).
+Invisible characters in short text are the `visible` filter's job (redteam.common.templatetags).
 """
 
 from __future__ import annotations

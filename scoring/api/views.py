@@ -15,7 +15,7 @@ from drf_spectacular.utils import (
 from rest_framework import serializers
 from rest_framework.request import Request
 
-from redteam.api_common import STORED, ShapedReadViewSet, cursor_pagination, requested_shape
+from redteam.common.api_common import STORED, ShapedReadViewSet, cursor_pagination, requested_shape
 from scoring.export import ScoreShape, export_score
 from scoring.filters import ScoreFilterSet
 from scoring.models import Score

@@ -18,7 +18,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 
-from redteam.api_common import ShapedReadViewSet, cursor_pagination
+from redteam.common.api_common import ShapedReadViewSet, cursor_pagination
 from seeds.filters import SeedFilterSet
 from seeds.models import Seed
 from seeds.parsing import LONE_SEED_GROUP_NAMESPACE

@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from redteam.models import ApiKey
+from redteam.common.models import ApiKey
 from tests.fixtures_common import reviewer, reviewer_client
 
 __all__ = ["reviewer", "reviewer_client"]

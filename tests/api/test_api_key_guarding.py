@@ -18,7 +18,7 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework_api_key.crypto import KeyGenerator
 
-from redteam.models import ApiKey, ApiKeyFailureWindow, AuditEvent, granted_scopes
+from redteam.common.models import ApiKey, ApiKeyFailureWindow, AuditEvent, granted_scopes
 from tests.api.conftest import KeyFactory
 
 pytestmark = pytest.mark.django_db
@@ -99,7 +99,7 @@ def test_migration_normalises_or_revokes_stored_scopes(user: User) -> None:
         ApiKey.objects.filter(pk=api_key.pk).update(scopes=scopes)
         keys[name] = api_key.pk
     migration = importlib.import_module(
-        "redteam.migrations.0002_api_key_scopes_validated_and_failure_windows"
+        "redteam.common.migrations.0002_api_key_scopes_validated_and_failure_windows"
     )
     apps = MigrationExecutor(connection).loader.project_state().apps
     migration.normalise_scopes(apps, connection.schema_editor())

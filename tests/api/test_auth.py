@@ -15,8 +15,9 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from redteam.models import ApiKey, AuditEvent
-from redteam.roles import READ_ONLY_GROUP, ensure_roles
+from redteam.common.models import ApiKey, AuditEvent
+from redteam.common.roles import READ_ONLY_GROUP
+from redteam.site.roles import ensure_roles
 from tests.api.conftest import KeyFactory, bearer_client
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ import pytest
 
 from memory.models import MessagePiece
 from redteam.client import RedteamClient, RedteamError, RedteamHTTPError, RedteamPushError
-from redteam.models import MediaBlob
+from redteam.common.models import MediaBlob
 from tests.api import factories
 from tests.api.conftest import KeyFactory
 from tests.api.pyrit_fixtures import field_differences, fixture_payload, without_annotations

@@ -16,9 +16,9 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from memory.models import MessagePiece
-from memory.pyrit_sqlite import import_pyrit_memory
 from redteam.client import PyritMemoryFile, RedteamClient, main
-from redteam.models import ApiKey
+from redteam.common.models import ApiKey
+from redteam.site.pyrit_sqlite import import_pyrit_memory
 from tests.api.pyrit_fixtures import LINES
 
 pytestmark = pytest.mark.django_db(transaction=True)

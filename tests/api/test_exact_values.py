@@ -24,8 +24,8 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 from memory.models import MessagePiece
-from redteam.fields import ExactCharField, ExactJSONField, ExactTextField
-from redteam.storedtext import ESCAPE, NUL_MARK
+from redteam.common.fields import ExactCharField, ExactJSONField, ExactTextField
+from redteam.core.storedtext import ESCAPE, NUL_MARK
 from tests.api.factories import attack_result, conversation, piece, score
 from tests.api.pyrit_fixtures import LINES, fixture_payload
 from tests.api.test_roundtrip import assert_api_serves_payload, read_all
@@ -402,7 +402,7 @@ def _sqlite_with_hostile_rows(source: Path, target: Path) -> None:
 def test_import_stores_nul_and_nan_rows_like_the_api(
     api: APIClient, fixtures_dir: Path, line: str, tmp_path: Path
 ) -> None:
-    from memory.pyrit_sqlite import import_pyrit_memory
+    from redteam.site.pyrit_sqlite import import_pyrit_memory
 
     path = tmp_path / "pyrit_memory.sqlite"
     _sqlite_with_hostile_rows(fixtures_dir / line / "pyrit_memory.sqlite", path)
@@ -440,7 +440,7 @@ def test_import_rejects_the_rows_the_api_rejects(fixtures_dir: Path, tmp_path: P
     import shutil
     import sqlite3
 
-    from memory.pyrit_sqlite import import_pyrit_memory
+    from redteam.site.pyrit_sqlite import import_pyrit_memory
 
     path = tmp_path / "pyrit_memory.sqlite"
     shutil.copy(fixtures_dir / "pyrit-1.1" / "pyrit_memory.sqlite", path)

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from redteam import ingest
-from redteam.models import AuditEvent
-from redteam.outcomes import FieldError, ItemOutcome
+from redteam.common.models import AuditEvent
+from redteam.core.outcomes import FieldError, ItemOutcome
+from redteam.site import ingest
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/ingest/"
@@ -241,7 +241,7 @@ def test_body_over_the_limit_is_413_before_parsing(
     def must_not_parse(data: bytes) -> Any:
         raise AssertionError("parsed an oversized body")
 
-    monkeypatch.setattr("redteam.api.parse_json", must_not_parse)
+    monkeypatch.setattr("redteam.site.api.parse_json", must_not_parse)
     response = post(api, {"seeds": [{"id": "x" * 200}]})
     assert response.status_code == 413
     assert "100 bytes" in response.json()["detail"]

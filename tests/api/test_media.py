@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from memory.models import MessagePiece
-from redteam.models import MediaBlob
+from redteam.common.models import MediaBlob
 from tests.api import factories
 from tests.api.conftest import KeyFactory, bearer_client
 

@@ -26,8 +26,8 @@ from rest_framework.test import APIClient
 
 from memory import services
 from memory.models import AttackResult, Conversation, MessagePiece
-from memory.pyrit_sqlite import import_pyrit_memory
-from redteam.run_export import select_run, write_run
+from redteam.site.pyrit_sqlite import import_pyrit_memory
+from redteam.site.run_export import select_run, write_run
 from scoring.models import Score
 from scoring.services import store_scores
 from seeds.models import Seed
@@ -290,7 +290,7 @@ def test_the_013_file_of_a_11_run_has_the_shape_pyrit_013_wrote(
 
 def test_a_run_carries_its_scenarios_and_the_loose_text_of_its_scores() -> None:
     from memory.models import ScenarioResult
-    from redteam.ingest import ingest_batch
+    from redteam.site.ingest import ingest_batch
     from scoring.models import ScorableContent
     from tests.api.pyrit_fixtures import SCENARIO_FIXTURES
 

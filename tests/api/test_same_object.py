@@ -18,8 +18,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from memory.models import AttackResult, ConversationReference
-from memory.pyrit_sqlite import import_pyrit_memory
-from redteam.roundtrip import TRACEBACK_LIMIT
+from redteam.core.roundtrip import TRACEBACK_LIMIT
+from redteam.site.pyrit_sqlite import import_pyrit_memory
 from tests.api.pyrit_fixtures import fixture_payload, without_annotations
 from tests.memory import factories as f
 

@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from rest_framework.test import APIClient
 
-from redteam.roles import ensure_roles
+from redteam.site.roles import ensure_roles
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,8 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from memory.demo import build_demo_data
-from redteam.ingest import store_items
+from redteam.site.demo import build_demo_data
+from redteam.site.ingest import store_items
 from tests.browser.test_review import MARKERS, Guard
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("transactional_db")]

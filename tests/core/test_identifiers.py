@@ -1,4 +1,4 @@
-"""Tests for redteam.identifiers: PyRIT golden vectors plus one focused test per rule of §7."""
+"""Tests for redteam.core.identity: PyRIT golden vectors plus one focused test per rule of §7."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from redteam.identifiers import (
+from redteam.core.identity import (
     LINE_PYRIT_VERSIONS,
     REGISTRY_NAME_PATTERN,
     RESERVED_PARAM_NAMES,

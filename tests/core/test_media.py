@@ -1,4 +1,4 @@
-"""redteam.media: content-addressed storage, sniffed content types, size cap."""
+"""redteam.common.media: content-addressed storage, sniffed content types, size cap."""
 
 from __future__ import annotations
 
@@ -7,9 +7,14 @@ import hashlib
 import pytest
 from django.core.files.storage import default_storage
 
-from memory.demo import demo_png, demo_wav
-from redteam.media import MediaTooLarge, blob_storage_name, sniff_content_type, store_media_bytes
-from redteam.models import MediaBlob
+from redteam.common.media import (
+    MediaTooLarge,
+    blob_storage_name,
+    sniff_content_type,
+    store_media_bytes,
+)
+from redteam.common.models import MediaBlob
+from redteam.site.demo import demo_png, demo_wav
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""redteam.storedtext: the one reversible representation of NUL, NaN and Infinity."""
+"""redteam.core.storedtext: the one reversible representation of NUL, NaN and Infinity."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from redteam.storedtext import ESCAPE, NUL_MARK, decode_json, decode_text, encode_json, encode_text
+from redteam.core.storedtext import (
+    ESCAPE,
+    NUL_MARK,
+    decode_json,
+    decode_text,
+    encode_json,
+    encode_text,
+)
 
 # Every character the scheme treats specially, plus the text of the float stand-ins.
 ALPHABET = ["\x00", ESCAPE, NUL_MARK, "a", "N", "aN", "Infinity", "-", " ", "é"]

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memory.export import timestamp_1x
-from redteam.identifiers import ComponentIdentifier
+from redteam.core.identity import ComponentIdentifier
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

@@ -30,8 +30,8 @@ from memory.models import (
     PieceConverter,
 )
 from memory.parsing import ParsedIdentifier, parse_identifier
-from redteam.identifiers import ComponentIdentifier as CoreIdentifier
-from redteam.models import MediaBlob
+from redteam.common.models import MediaBlob
+from redteam.core.identity import ComponentIdentifier as CoreIdentifier
 
 # --------------------------------------------------------------------------------------------
 # Identifiers

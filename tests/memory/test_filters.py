@@ -171,7 +171,7 @@ def test_related_conversations_are_found_by_the_labels_of_the_result_referencing
     fixtures_dir: Any,
 ) -> None:
     from memory.filters import MessagePieceFilterSet
-    from memory.pyrit_sqlite import import_pyrit_memory
+    from redteam.site.pyrit_sqlite import import_pyrit_memory
 
     import_pyrit_memory(fixtures_dir / "pyrit-1.1" / "pyrit_memory.sqlite", media=False)
     main, pruned, adversarial = (

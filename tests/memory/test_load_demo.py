@@ -10,8 +10,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from memory.models import AttackResult, Conversation, MessagePiece
-from redteam.models import MediaBlob
-from redteam.roles import READ_ONLY_GROUP, REVIEWER_GROUP
+from redteam.common.models import MediaBlob
+from redteam.common.roles import READ_ONLY_GROUP, REVIEWER_GROUP
 from scoring.models import Score
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memory.lookups import search_document_sql
-from memory.pagination import encode_cursor
+from redteam.common.pagination import encode_cursor
 from tests.memory.row_factories import (
     PieceSpec,
     core_atomic_attack,

@@ -1,4 +1,4 @@
-"""memory.pyrit_sqlite: bad files are refused clearly; bad rows are reported, not fatal."""
+"""redteam.site.pyrit_sqlite: bad files are refused clearly; bad rows are reported, not fatal."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory.models import MessagePiece
-from memory.pyrit_sqlite import PyritSqliteError, import_pyrit_memory, iter_import
+from redteam.site.pyrit_sqlite import PyritSqliteError, import_pyrit_memory, iter_import
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""memory.reassembly: PyRIT's ordering, grouping and Message validation (pure, no database)."""
+"""redteam.core.reassembly: PyRIT ordering, grouping and Message validation (no database)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory.reassembly import (
+from redteam.core.reassembly import (
     CONVERSATION_ID_MISMATCH,
     INCONSISTENT_ROLES,
     INCONSISTENT_SEQUENCES,
@@ -161,7 +161,7 @@ def test_reassembly_module_imports_no_django() -> None:
     import ast
     from pathlib import Path
 
-    import memory.reassembly as module
+    import redteam.core.reassembly as module
 
     tree = ast.parse(Path(module.__file__).read_text())
     imported = {

@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from memory.models import AttackResult, ScenarioResult
-from redteam.ingest import ingest_batch
+from redteam.site.ingest import ingest_batch
 from scoring.models import ScorableContent
 from tests.api.pyrit_fixtures import SCENARIO_FIXTURES, read_jsonl, renumbered, scenario_rows
 

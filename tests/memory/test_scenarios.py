@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from memory.models import AttackResult, ComponentIdentifier, ScenarioResult
-from memory.pyrit_sqlite import import_pyrit_memory
-from redteam.ingest import ingest_batch
+from redteam.site.ingest import ingest_batch
+from redteam.site.pyrit_sqlite import import_pyrit_memory
 from tests.api.pyrit_fixtures import SCENARIO_FIXTURES, renumbered, scenario_rows
 
 pytestmark = pytest.mark.django_db

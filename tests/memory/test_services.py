@@ -19,9 +19,9 @@ from memory.models import (
     MessagePiece,
     PieceConverter,
 )
-from memory.reassembly import INCONSISTENT_ROLES
-from redteam.identifiers import ComponentIdentifier as CI
-from redteam.media import store_media_bytes
+from redteam.common.media import store_media_bytes
+from redteam.core.identity import ComponentIdentifier as CI
+from redteam.core.reassembly import INCONSISTENT_ROLES
 from scoring.models import Score
 from tests.memory import factories as f
 

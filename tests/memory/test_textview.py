@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory.textview import (
+from redteam.core.textview import (
     MAX_DISPLAY_CHARS,
     display_text,
     hidden_report,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.trees import diff_dumps, parse_dump, tree_from_dump
-from redteam.identifiers import ComponentIdentifier
+from redteam.core.identity import ComponentIdentifier
+from redteam.core.trees import diff_dumps, parse_dump, tree_from_dump
 
 
 def _attack(temperature: Any = 0.7, converters: int = 1) -> dict[str, Any]:

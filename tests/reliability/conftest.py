@@ -25,7 +25,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import connections
 
-from redteam.models import ApiKey
+from redteam.common.models import ApiKey
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ALIAS = "served"

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given
 from schemathesis.core.result import Ok
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from redteam.models import ApiKey
+from redteam.common.models import ApiKey
 from redteam.wsgi import application
 from tests.reliability.payloads import batch_body, make_corpus, scorer_template
 

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from memory import services
 from memory.models import AttackResult, Conversation
-from redteam.media import store_media_bytes
+from redteam.common.media import store_media_bytes
 from scoring.services import store_scores
 
 pytestmark = pytest.mark.django_db

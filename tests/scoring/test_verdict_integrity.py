@@ -15,8 +15,9 @@ from django.test import Client
 from django.urls import reverse
 
 from memory.models import AttackResult
-from redteam.models import AuditEvent
-from redteam.roles import REVIEWER_GROUP, ensure_roles
+from redteam.common.models import AuditEvent
+from redteam.common.roles import REVIEWER_GROUP
+from redteam.site.roles import ensure_roles
 from scoring.models import Score
 from scoring.services import record_verdict
 from tests.memory.row_factories import make_attack_result, make_conversation

@@ -11,8 +11,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from redteam.models import ApiKey
-from redteam.roles import READ_ONLY_GROUP, REVIEWER_GROUP, ensure_roles
+from redteam.common.models import ApiKey
+from redteam.common.roles import READ_ONLY_GROUP, REVIEWER_GROUP
+from redteam.site.roles import ensure_roles
 from tests.api.pyrit_fixtures import SCENARIO_FIXTURES
 
 # A 1x1 PNG.
@@ -83,8 +84,8 @@ class Memory:
 def memory(db: None, fixtures_dir: Path) -> Memory:
     """PyRIT 1.1's real run, ingested through the services, plus one media blob."""
     from memory.models import AttackResult, ComponentIdentifier, MessagePiece, ScenarioResult
-    from redteam.ingest import ingest_batch
-    from redteam.media import store_media_bytes
+    from redteam.common.media import store_media_bytes
+    from redteam.site.ingest import ingest_batch
     from scoring.models import ScorableContent, Score
     from seeds.models import Seed, SeedDataset
 

@@ -20,7 +20,7 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from redteam.models import ApiKey
+from redteam.common.models import ApiKey
 from tests.security.conftest import Memory, Roles
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from django.db import models
 from django.test import Client
 from django.urls import reverse
 
-from redteam.models import MediaBlob
+from redteam.common.models import MediaBlob
 from tests.security.conftest import PNG, Memory, Roles
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from redteam.audit import acting_as, record_audit
-from redteam.models import ApiKey, AuditEvent
+from redteam.common.audit import acting_as, record_audit
+from redteam.common.models import ApiKey, AuditEvent
 
 pytestmark = pytest.mark.django_db
 
@@ -172,8 +172,9 @@ def test_verdict_recorded_on_the_review_page_is_audited_with_the_reviewer(
     import json
 
     from memory.models import AttackResult
-    from redteam.ingest import ingest_batch
-    from redteam.roles import REVIEWER_GROUP, ensure_roles
+    from redteam.common.roles import REVIEWER_GROUP
+    from redteam.site.ingest import ingest_batch
+    from redteam.site.roles import ensure_roles
 
     base = fixtures_dir / "pyrit-1.1"
 

@@ -27,19 +27,20 @@ from django.urls import resolve, reverse
 
 from memory.models import AttackResult, ComponentIdentifier
 from memory.templatetags.reviewtext import first_items, more_count
-from memory.textview import MAX_STAND_INS, visible_segments, word_diff
-from memory.trees import (
+from redteam.client import path_id
+from redteam.common.idpath import decode_id
+from redteam.common.models import ApiKey
+from redteam.common.roles import REVIEWER_GROUP
+from redteam.common.templatetags.visible import visible
+from redteam.core.textview import MAX_STAND_INS, visible_segments, word_diff
+from redteam.core.trees import (
     MARKER_KEY,
     MAX_TREE_DEPTH,
     MAX_TREE_NODES,
     rebuild_from_rows,
     tree_from_dump,
 )
-from redteam.client import path_id
-from redteam.idpath import decode_id
-from redteam.models import ApiKey
-from redteam.roles import REVIEWER_GROUP, ensure_roles
-from redteam.templatetags.visible import visible
+from redteam.site.roles import ensure_roles
 from tests.security import hostile_payloads as hp
 
 pytestmark = pytest.mark.django_db

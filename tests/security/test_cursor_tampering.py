@@ -18,7 +18,7 @@ import pytest
 from django.test import Client
 from django.urls import resolve
 
-from redteam.cursors import INVALID_CURSOR
+from redteam.common.cursors import INVALID_CURSOR
 from tests.security.conftest import Memory, Roles
 from tests.security.test_access_matrix import _classify, _fill, all_routes
 

@@ -18,7 +18,7 @@ from django.urls import resolve
 import memory.filters
 import scoring.filters
 import seeds.filters
-from redteam.datebounds import DateBoundFilter, parse_date_bound
+from redteam.common.datebounds import DateBoundFilter, parse_date_bound
 from tests.security.conftest import Memory, Roles
 from tests.security.test_access_matrix import _classify, _fill, all_routes
 

@@ -31,8 +31,9 @@ from django.test import Client
 from django.urls import reverse
 
 from memory.models import AttackResult, Conversation, MessagePiece
-from redteam.models import ApiKey
-from redteam.roles import REVIEWER_GROUP, ensure_roles
+from redteam.common.models import ApiKey
+from redteam.common.roles import REVIEWER_GROUP
+from redteam.site.roles import ensure_roles
 from tests.reliability.payloads import make_piece
 
 pytestmark = pytest.mark.django_db
@@ -313,7 +314,7 @@ def _find_all(text: str, needle: str) -> list[int]:
 
 @pytest.mark.parametrize("text", [RTL, TAG_SMUGGLED, ZERO_WIDTH, "plain é✓ text"])
 def test_visible_json_escapes_invisible_characters_and_stays_the_same_json(text: str) -> None:
-    from memory.textview import is_invisible, visible_json
+    from redteam.core.textview import is_invisible, visible_json
 
     shown = visible_json({"note": text, "list": [text]})
     assert not any(is_invisible(ch) for ch in shown)

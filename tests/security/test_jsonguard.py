@@ -1,4 +1,4 @@
-"""redteam.jsonguard: parsing as Python does; per-item limits on nesting, size, surrogates."""
+"""redteam.core.jsonguard: parsing as Python does; per-item limits on nesting, size, surrogates."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from redteam.jsonguard import JsonProblem, item_problem, parse_json
+from redteam.core.jsonguard import JsonProblem, item_problem, parse_json
 
 
 def _problem(value: object, max_chars: int = 100, max_depth: int = 8) -> JsonProblem | None:

@@ -88,7 +88,7 @@ def test_forwarded_for_is_ignored_without_trusted_proxies(
 def test_client_ip_uses_the_hop_seen_by_the_trusted_proxy(settings: pytest.FixtureRequest) -> None:
     from django.test import RequestFactory
 
-    from redteam.security import client_ip
+    from redteam.common.security import client_ip
 
     settings.REDTEAM_TRUSTED_PROXY_COUNT = 1  # type: ignore[attr-defined]
     request = RequestFactory().get(

@@ -15,7 +15,7 @@ from django.test.client import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from redteam.models import MediaBlob
+from redteam.common.models import MediaBlob
 from seeds.importing import ImportSource, import_dataset
 from seeds.models import Seed, SeedDataset, SeedGroup
 

@@ -27,7 +27,8 @@ from django.db import connection, connections
 from django.test.client import Client
 from django.urls import reverse
 
-from redteam.roles import READ_ONLY_GROUP, ensure_roles
+from redteam.common.roles import READ_ONLY_GROUP
+from redteam.site.roles import ensure_roles
 from seeds.models import Seed, SeedDataset, SeedGroup
 from seeds.querysets import SEEDS_SHOWN_PER_GROUP
 

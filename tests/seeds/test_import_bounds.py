@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from redteam.models import MediaBlob
+from redteam.common.models import MediaBlob
 from seeds.importing import ImportSource, import_dataset
 from seeds.models import Seed
 from seeds.yaml_loader import (

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 
-from redteam.models import MediaBlob
+from redteam.common.models import MediaBlob
 from seeds.importing import ImportSource, export_dataset, export_seeds, import_dataset
 from seeds.models import Seed, SeedDataset, SeedGroup
 

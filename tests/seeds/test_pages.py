@@ -13,7 +13,8 @@ from django.urls import reverse
 
 from memory.models import AttackResult, MessagePiece
 from memory.services import store_attack_results, store_conversations, store_message_pieces
-from redteam.roles import READ_ONLY_GROUP, ensure_roles
+from redteam.common.roles import READ_ONLY_GROUP
+from redteam.site.roles import ensure_roles
 from seeds.models import Seed, SeedDataset
 
 from .factories import make_dataset, make_group, make_seed

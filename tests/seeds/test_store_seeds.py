@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from redteam.media import store_media_bytes
+from redteam.common.media import store_media_bytes
 from seeds.models import Seed, SeedDataset, SeedGroup
 from seeds.services import link_media, store_seeds
 

@@ -1,0 +1,446 @@
+"""The ingestion and media endpoints (they span every app, so they live in the project).
+
+POST /api/v1/ingest/          a batch of PyRIT-shaped items (see IngestView)
+POST /api/v1/media/           upload media bytes (multipart field `file`)
+POST /api/v1/media/missing/   which of these sha256s are not stored yet (for the client)
+GET  /api/v1/media/<sha256>/  download stored bytes
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.core.files.storage import default_storage
+from django.http import FileResponse, Http404, HttpRequest
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    inline_serializer,
+)
+from rest_framework import serializers, status
+from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from redteam.common.api_auth import HasIngestScope, HasReadScope
+from redteam.common.media import INLINE_CONTENT_TYPES, SHA256_RE
+from redteam.common.models import MediaBlob
+from redteam.core.jsonguard import parse_json
+from redteam.site.ingest import (
+    INGEST_KINDS,
+    PayloadError,
+    count_items,
+    ingest_batch,
+    validate_payload,
+)
+
+TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
+FALSE_VALUES = frozenset({"", "0", "false", "no", "off"})
+MAX_MISSING_QUERY = 1000
+
+
+def _problem(message: str, code: int, **extra: Any) -> Response:
+    """A JSON error body with a readable `detail`."""
+    return Response({"detail": message, **extra}, status=code)
+
+
+def _flag(request: Request, name: str) -> bool:
+    raw = str(request.query_params.get(name, "")).strip().lower()
+    if raw in TRUE_VALUES:
+        return True
+    if raw in FALSE_VALUES:
+        return False
+    raise ValueError(f"?{name}= must be 1 or 0, got {raw!r}.")
+
+
+class BodyTooLarge(Exception):
+    """The request body exceeds the configured limit."""
+
+
+def read_body_capped(request: Request, limit: int) -> bytes:
+    """The raw body, refusing (before reading it) anything larger than `limit` bytes."""
+    django_request: HttpRequest = request._request
+    try:
+        declared = int(django_request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    if declared > limit:
+        raise BodyTooLarge
+    if getattr(django_request, "_body", None) is not None:  # already read by a middleware
+        data: bytes = django_request._body
+    else:
+        # HttpRequest.read() streams from the socket without Django's own in-memory cap, which
+        # would answer 400 rather than a 413 naming our limit.
+        data = django_request.read(limit + 1)
+    if len(data) > limit:
+        raise BodyTooLarge
+    return data
+
+
+_INGEST_REQUEST = inline_serializer(
+    "IngestRequest",
+    {
+        "message_pieces": serializers.ListField(
+            child=serializers.DictField(),
+            required=False,
+            help_text="MessagePiece dicts: 1.x model_dump(mode='json') or 0.13 to_dict().",
+        ),
+        "conversations": serializers.ListField(
+            child=serializers.DictField(),
+            required=False,
+            help_text="1.x Conversation dicts: conversation_id, target_identifier, retries.",
+        ),
+        "scores": serializers.ListField(
+            child=serializers.DictField(),
+            required=False,
+            help_text=(
+                "Score dicts (either line, or PyRIT's ScoreEntry row view). A 1.1 score whose "
+                "scorable is a `content_entry` may carry the ScorableContentEntries row it "
+                "names as `scorable_content` ({id, value, value_sha256, data_type, timestamp}) "
+                "so the scored loose text is stored."
+            ),
+        ),
+        "attack_results": serializers.ListField(
+            child=serializers.DictField(),
+            required=False,
+            help_text="AttackResult dicts (either line).",
+        ),
+        "scenario_results": serializers.ListField(
+            child=serializers.DictField(),
+            required=False,
+            help_text=(
+                "ScenarioResult dicts: 1.x model_dump(mode='json') (attack results embedded by "
+                "atomic attack name) or a 0.13 ScenarioResultEntries row."
+            ),
+        ),
+        "seeds": serializers.ListField(
+            child=serializers.DictField(),
+            required=False,
+            help_text="SeedPrompt / SeedObjective / SeedSimulatedConversation dicts.",
+        ),
+    },
+)
+_INGEST_RESPONSE = inline_serializer(
+    "IngestResponse",
+    {
+        "stored": serializers.IntegerField(help_text="Items newly written."),
+        "unchanged": serializers.IntegerField(help_text="Items already stored, identical."),
+        "errors": serializers.IntegerField(help_text="Items rejected (invalid or conflicting)."),
+        "atomic": serializers.BooleanField(required=False),
+        "rolled_back": serializers.BooleanField(
+            required=False, help_text="atomic=1 only: true when nothing was stored."
+        ),
+        "items": inline_serializer(
+            "IngestItemOutcome",
+            {
+                "kind": serializers.ChoiceField(choices=list(INGEST_KINDS)),
+                "index": serializers.IntegerField(help_text="Position in its list."),
+                "id": serializers.CharField(allow_null=True),
+                "status": serializers.ChoiceField(
+                    choices=["stored", "unchanged", "rejected", "rolled_back"]
+                ),
+                "errors": inline_serializer(
+                    "IngestFieldError",
+                    {
+                        "field": serializers.CharField(allow_null=True),
+                        "message": serializers.CharField(),
+                        "code": serializers.ChoiceField(choices=["invalid", "conflict"]),
+                    },
+                    many=True,
+                ),
+            },
+            many=True,
+        ),
+    },
+)
+_DETAIL = inline_serializer("ErrorDetail", {"detail": serializers.CharField()})
+
+
+class IngestView(APIView):
+    """Store a batch of PyRIT memory items; idempotent, validated per item."""
+
+    permission_classes = [HasIngestScope]
+    # Documented for the schema; the view parses the body itself to enforce the size limit
+    # first and to answer malformed JSON with a precise 400.
+    parser_classes = [JSONParser]
+
+    @extend_schema(
+        operation_id="ingest_batch",
+        summary="Ingest a batch of PyRIT memory items",
+        description=(
+            "Send any of `message_pieces`, `conversations`, `scores`, `attack_results`, "
+            "`scenario_results`, `seeds`"
+            " as arrays of PyRIT-shaped dicts (0.13 `to_dict()` or 1.x "
+            '`model_dump(mode="json")`). Lists are stored in dependency order (conversations,'
+            " pieces, scores, attack results, scenario results, seeds) in one transaction, "
+            "committed before the response.\n\n"
+            "* **200**: every item was stored or was already stored identically (a replay).\n"
+            "* **207**: some items were rejected; each rejected item names its list, index, id "
+            "and field. A conflict (same id, different content) is a rejection with code "
+            "`conflict`; nothing is overwritten.\n"
+            "* `?atomic=1`: store all or nothing. If any item is rejected, nothing is stored "
+            "(`stored` = 0, `rolled_back` = true, valid items have status `rolled_back`).\n"
+            "* Values are read as Python's json reads them: NUL characters, `NaN`, `Infinity` "
+            "and `-Infinity` are stored and returned exactly.\n"
+            "* A problem with one item's content (a string longer than "
+            "`REDTEAM_MAX_STRING_CHARS`, nesting deeper than `REDTEAM_MAX_JSON_DEPTH` inside "
+            "the item, an unpaired surrogate, a timestamp out of range, a bad value or "
+            "reference) rejects that item alone (207), naming its field.\n"
+            "* **400**: malformed JSON or wrong top-level types (nothing stored).\n"
+            "* **413**: body over `REDTEAM_MAX_BODY_BYTES` (default 64 MiB) or more than "
+            "`REDTEAM_MAX_ITEMS` items (default 20,000) in total.\n\n"
+            "Needs an API key with the `ingest` scope (or a staff session)."
+        ),
+        request=_INGEST_REQUEST,
+        parameters=[
+            OpenApiParameter("atomic", OpenApiTypes.BOOL, description="1: store all items or none.")
+        ],
+        responses={
+            200: _INGEST_RESPONSE,
+            207: _INGEST_RESPONSE,
+            400: _DETAIL,
+            401: _DETAIL,
+            403: _DETAIL,
+            413: _DETAIL,
+            415: _DETAIL,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        """Check limits and shape, then hand the batch to redteam.site.ingest.ingest_batch."""
+        try:
+            atomic = _flag(request, "atomic")
+        except ValueError as exc:
+            return _problem(str(exc), status.HTTP_400_BAD_REQUEST)
+        content_type = (request.content_type or "").split(";")[0].strip().lower()
+        if content_type != "application/json" and not content_type.endswith("+json"):
+            return _problem(
+                f"Send the batch as application/json (got {content_type or 'no content type'}).",
+                status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+            )
+        max_bytes: int = settings.REDTEAM_MAX_BODY_BYTES
+        try:
+            body = read_body_capped(request, max_bytes)
+        except BodyTooLarge:
+            return _problem(
+                f"The request body is larger than the limit of {max_bytes} bytes; "
+                "split the batch into smaller requests.",
+                status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+                limit_bytes=max_bytes,
+            )
+        try:
+            payload = parse_json(body)
+        except UnicodeDecodeError:
+            return _problem("The body is not UTF-8.", status.HTTP_400_BAD_REQUEST)
+        except RecursionError:
+            return _problem("Malformed JSON: nested too deeply.", status.HTTP_400_BAD_REQUEST)
+        except ValueError as exc:
+            return _problem(f"Malformed JSON: {exc}", status.HTTP_400_BAD_REQUEST)
+        try:
+            lists = validate_payload(payload)
+        except PayloadError as exc:
+            return _problem(str(exc), status.HTTP_400_BAD_REQUEST)
+        max_items: int = settings.REDTEAM_MAX_ITEMS
+        total = count_items(lists)
+        if total > max_items:
+            return _problem(
+                f"The batch holds {total} items; the limit is {max_items} per request. "
+                "Split it into smaller batches.",
+                status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+                limit_items=max_items,
+            )
+        # Each item's content (size, nesting, surrogates, values) is checked per item from
+        # here on: a problem rejects that item alone (207), never the batch.
+        report = ingest_batch(lists, atomic=atomic, user=request.user)
+        return Response(report.as_dict(), status=report.status_code)
+
+
+def _piece_ids(request: Request) -> dict[str, list[str]]:
+    """The `original_piece_id` / `converted_piece_id` form fields, checked as UUIDs."""
+    out: dict[str, list[str]] = {}
+    for side in ("original", "converted"):
+        values = (
+            request.data.getlist(f"{side}_piece_id") if hasattr(request.data, "getlist") else []
+        )
+        if len(values) > MAX_MISSING_QUERY:
+            raise ValueError(f"At most {MAX_MISSING_QUERY} {side}_piece_id values per upload.")
+        try:
+            out[side] = [str(uuid.UUID(str(v))) for v in values]
+        except ValueError:
+            raise ValueError(f"Every {side}_piece_id must be a UUID.") from None
+    return out
+
+
+def _blob_dict(blob: MediaBlob) -> dict[str, Any]:
+    return {"sha256": blob.sha256, "size": blob.size, "content_type": blob.content_type}
+
+
+_MEDIA_RESPONSE = inline_serializer(
+    "MediaBlob",
+    {
+        "sha256": serializers.CharField(),
+        "size": serializers.IntegerField(),
+        "content_type": serializers.CharField(),
+        "created": serializers.BooleanField(),
+    },
+)
+
+
+class MediaUploadView(APIView):
+    """Upload the bytes of an image/audio/video/binary piece; stored by sha256."""
+
+    permission_classes = [HasIngestScope]
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(
+        operation_id="media_upload",
+        summary="Upload media bytes",
+        description=(
+            "Multipart form with the field `file` and, optionally, `sha256` (the hex digest the"
+            " client computed; it is verified). Bytes are stored once, addressed by sha256, "
+            "and linked to every piece whose value or sha256 refers to them. Limit: "
+            "`REDTEAM_MAX_MEDIA_BYTES` (default 256 MiB), answered with 413. Returns 201 when "
+            "new, 200 when the bytes were already stored."
+        ),
+        request={
+            "multipart/form-data": inline_serializer(
+                "MediaUpload",
+                {
+                    "file": serializers.FileField(),
+                    "sha256": serializers.CharField(required=False),
+                    "original_piece_id": serializers.ListField(
+                        child=serializers.UUIDField(), required=False
+                    ),
+                    "converted_piece_id": serializers.ListField(
+                        child=serializers.UUIDField(), required=False
+                    ),
+                },
+            )
+        },
+        responses={200: _MEDIA_RESPONSE, 201: _MEDIA_RESPONSE, 400: _DETAIL, 413: _DETAIL},
+    )
+    def post(self, request: Request) -> Response:
+        """Verify size and claimed digest, store the bytes, link the pieces that refer to them."""
+        max_bytes: int = settings.REDTEAM_MAX_MEDIA_BYTES
+        try:
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return _problem("Invalid Content-Length.", status.HTTP_400_BAD_REQUEST)
+        # The multipart envelope adds a little; anything beyond that is refused unread.
+        if declared > max_bytes + 64 * 1024:
+            return _problem(
+                f"The upload is larger than the limit of {max_bytes} bytes.",
+                status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+                limit_bytes=max_bytes,
+            )
+        upload = request.FILES.get("file")
+        if upload is None:
+            return _problem("Send the bytes in the multipart field 'file'.", 400)
+        if upload.size is not None and upload.size > max_bytes:
+            return _problem(
+                f"The file is larger than the limit of {max_bytes} bytes.",
+                status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+                limit_bytes=max_bytes,
+            )
+        data = upload.read()
+        digest = hashlib.sha256(data).hexdigest()
+        fields = request.data if isinstance(request.data, dict) else {}
+        claimed = str(fields.get("sha256") or "").strip().lower()
+        if claimed and claimed != digest:
+            return _problem(
+                f"The sha256 sent ({claimed[:64]}) does not match the bytes ({digest}).", 400
+            )
+        try:
+            piece_ids = _piece_ids(request)
+        except ValueError as exc:
+            return _problem(str(exc), status.HTTP_400_BAD_REQUEST)
+        existed = MediaBlob.objects.filter(sha256=digest).exists()
+        # Resolved late: memory.services is app-level code this project-level view composes.
+        from memory.services import store_media
+
+        blob = store_media(
+            data,
+            filename=upload.name or "",
+            user=request.user,
+            original_piece_ids=piece_ids["original"],
+            converted_piece_ids=piece_ids["converted"],
+        )
+        body = {**_blob_dict(blob), "created": not existed}
+        return Response(body, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
+
+
+class MediaMissingView(APIView):
+    """Which of the given sha256s are not stored yet (lets a client skip re-uploads)."""
+
+    permission_classes = [HasIngestScope]
+    parser_classes = [JSONParser]
+
+    @extend_schema(
+        operation_id="media_missing",
+        summary="Which media hashes are not stored yet",
+        request=inline_serializer(
+            "MediaMissingRequest",
+            {"sha256": serializers.ListField(child=serializers.CharField(), max_length=1000)},
+        ),
+        responses={
+            200: inline_serializer(
+                "MediaMissingResponse",
+                {"missing": serializers.ListField(child=serializers.CharField())},
+            ),
+            400: _DETAIL,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        """Answer with the subset of `sha256` that has no stored blob."""
+        hashes = request.data.get("sha256") if isinstance(request.data, dict) else None
+        if not isinstance(hashes, list) or len(hashes) > MAX_MISSING_QUERY:
+            return _problem(f"Send {{'sha256': [up to {MAX_MISSING_QUERY} hex digests]}}.", 400)
+        bad = [h for h in hashes if not isinstance(h, str) or not SHA256_RE.match(h)]
+        if bad:
+            return _problem("Every sha256 must be 64 lowercase hex characters.", 400)
+        present = set(MediaBlob.objects.filter(sha256__in=hashes).values_list("sha256", flat=True))
+        missing = [h for h in dict.fromkeys(hashes) if h not in present]
+        return Response({"missing": missing})
+
+
+class MediaDetailView(APIView):
+    """Serve stored media bytes with a safe content type."""
+
+    permission_classes = [HasReadScope]
+
+    @extend_schema(
+        operation_id="media_download",
+        summary="Download media bytes",
+        description=(
+            "Bytes of a stored blob. Images, audio and video of common formats are served "
+            "inline; anything else (SVG, HTML, unknown) as an attachment. Always with "
+            "`X-Content-Type-Options: nosniff` and a sandboxing Content-Security-Policy."
+        ),
+        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY, 404: _DETAIL},
+    )
+    def get(self, request: Request, sha256: str) -> FileResponse:
+        """Stream the blob; 404 for unknown (or malformed) digests."""
+        if not SHA256_RE.match(sha256):  # the URL pattern already restricts it; belt and braces
+            raise Http404
+        blob = MediaBlob.objects.filter(sha256=sha256).first()
+        if blob is None or not default_storage.exists(blob.storage_name):
+            raise Http404
+        content_type = (blob.content_type or "application/octet-stream").lower()
+        # The stored type was sniffed from the bytes on upload; anything not plainly inert is
+        # downloaded rather than rendered.
+        inline = content_type in INLINE_CONTENT_TYPES
+        response = FileResponse(
+            default_storage.open(blob.storage_name, "rb"),
+            content_type=content_type,
+            as_attachment=not inline,
+            filename=f"{blob.sha256}",
+        )
+        response["X-Content-Type-Options"] = "nosniff"
+        # Even if a browser rendered it, nothing from this response may run or load.
+        response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+        response["Cache-Control"] = "private, max-age=31536000, immutable"
+        return response

@@ -1,0 +1,243 @@
+"""Batch ingestion: route each list of a payload to its service, in dependency order.
+
+The services (memory, scoring, seeds) validate and store their own kind and return one
+ItemOutcome per item. This module checks the payload's top-level shape, runs the per-item JSON
+guard (redteam.core.jsonguard) on every item, as `import_pyrit_memory` does through the same
+`store_items`, hands each list to its service inside ONE transaction (so a crash anywhere
+leaves nothing half-written), and folds the outcomes into the API's answer. With
+`atomic=True` the transaction is rolled back as soon as any item is rejected, so a batch is
+stored whole or not at all.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils.module_loading import import_string
+
+from redteam.core.jsonguard import item_problem, quoted
+from redteam.core.outcomes import FieldError, ItemOutcome
+
+logger = logging.getLogger(__name__)
+
+# store(items) or store(items, user=...): one ItemOutcome per item, in order.
+StoreFn = Callable[..., list[ItemOutcome]]
+
+# Payload key -> service, in the order they must run: conversations before the pieces that
+# belong to them, pieces before the scores and attack results that point at them, scenario
+# results last (they embed attack results; results sent on their own name their scenario by
+# attribution_parent_id, which may dangle as PyRIT's ON DELETE SET NULL key allows). Seeds
+# depend on nothing. Resolved lazily so each app's services stay importable on their own.
+INGEST_SERVICES: dict[str, str] = {
+    "conversations": "memory.services.store_conversations",
+    "message_pieces": "memory.services.store_message_pieces",
+    "scores": "scoring.services.store_scores",
+    "attack_results": "memory.services.store_attack_results",
+    "scenario_results": "memory.services.store_scenario_results",
+    "seeds": "seeds.services.store_seeds",
+}
+INGEST_KINDS: tuple[str, ...] = tuple(INGEST_SERVICES)
+
+# The per-item status reported for a valid item whose atomic batch was rolled back.
+ROLLED_BACK = "rolled_back"
+
+
+class PayloadError(ValueError):
+    """The payload's top-level shape is wrong (answered with 400, nothing is stored)."""
+
+
+def validate_payload(payload: Any) -> dict[str, list[Any]]:
+    """Check the top level: an object whose keys are known kinds and whose values are lists."""
+    if not isinstance(payload, dict):
+        raise PayloadError(
+            f"The body must be a JSON object with any of {', '.join(INGEST_KINDS)}; "
+            f"got {type(payload).__name__}."
+        )
+    unknown = sorted(str(k) for k in payload if k not in INGEST_SERVICES)
+    if unknown:
+        # A typo such as "pieces" must not be silently ignored.
+        raise PayloadError(
+            f"Unknown key(s) {', '.join(map(repr, unknown))}; expected any of "
+            f"{', '.join(INGEST_KINDS)}."
+        )
+    lists: dict[str, list[Any]] = {}
+    for kind in INGEST_KINDS:
+        if kind not in payload or payload[kind] is None:
+            continue
+        value = payload[kind]
+        if not isinstance(value, list):
+            raise PayloadError(f"{kind!r} must be a JSON array; got {type(value).__name__}.")
+        lists[kind] = value
+    return lists
+
+
+def count_items(payload: Mapping[str, Any]) -> int:
+    """How many items a (validated) payload holds, for the item limit."""
+    return sum(len(v) for v in payload.values() if isinstance(v, list))
+
+
+def _item_id(item: Mapping[str, Any], kind: str) -> str | None:
+    key = "attack_result_id" if kind == "attack_results" else "id"
+    if kind == "conversations":
+        key = "conversation_id"
+    value = item.get(key)
+    return quoted(value) if isinstance(value, str) else None
+
+
+@dataclass
+class IngestReport:
+    """The outcome of one batch: per-item results plus whether it was rolled back."""
+
+    outcomes: list[ItemOutcome]
+    atomic: bool = False
+    rolled_back: bool = False
+
+    @property
+    def stored(self) -> int:
+        """Items newly written (0 when the batch was rolled back)."""
+        if self.rolled_back:
+            return 0
+        return sum(1 for o in self.outcomes if o.status == "stored")
+
+    @property
+    def unchanged(self) -> int:
+        """Items already stored with identical content (replays)."""
+        return sum(1 for o in self.outcomes if o.status == "unchanged")
+
+    @property
+    def errors(self) -> int:
+        """Items rejected (invalid or conflicting)."""
+        return sum(1 for o in self.outcomes if o.status == "rejected")
+
+    @property
+    def ok(self) -> bool:
+        """True when every item is stored now or was before."""
+        return self.errors == 0 and not self.rolled_back
+
+    @property
+    def status_code(self) -> int:
+        """200 when every item is stored or unchanged, else 207 (multi-status)."""
+        return 200 if self.ok else 207
+
+    def as_dict(self) -> dict[str, Any]:
+        """The API response body."""
+        items = []
+        for outcome in self.outcomes:
+            item = outcome.as_dict()
+            if self.rolled_back and outcome.status == "stored":
+                item["status"] = ROLLED_BACK
+            items.append(item)
+        body: dict[str, Any] = {
+            "stored": self.stored,
+            "unchanged": self.unchanged,
+            "errors": self.errors,
+            "items": items,
+        }
+        if self.atomic:
+            body["atomic"] = True
+            body["rolled_back"] = self.rolled_back
+        return body
+
+
+class _RollBack(Exception):
+    """Raised inside the atomic block to undo an atomic batch with rejected items."""
+
+
+# Who sent the batch, for services that keep a history trail (set by ingest_batch).
+_batch_user: ContextVar[Any] = ContextVar("redteam_ingest_user", default=None)
+
+
+def _rejected(kind: str, index: int, item_id: str | None, error: FieldError) -> ItemOutcome:
+    return ItemOutcome(kind=kind, index=index, id=item_id, status="rejected", errors=[error])
+
+
+def guard_error(item: Any, field: str | None = None) -> FieldError | None:
+    """The per-item JSON guard (redteam.core.jsonguard) with the configured limits, as an error
+    naming the offending value (under `field` when the item is one field of a row)."""
+    problem = item_problem(
+        item,
+        max_chars=settings.REDTEAM_MAX_STRING_CHARS,
+        max_depth=settings.REDTEAM_MAX_JSON_DEPTH,
+    )
+    if problem is None:
+        return None
+    path = ".".join(p for p in (field, problem.path) if p) or None
+    return FieldError(path, str(problem))
+
+
+def store_items(kind: str, items: list[Any]) -> list[ItemOutcome]:
+    """Guard each item (redteam.core.jsonguard), hand the sound objects to the kind's service, and
+    answer one outcome per item at its index. The one path of the API and the importer."""
+    if kind not in INGEST_SERVICES:
+        raise ValueError(f"Unknown ingest kind {kind!r}.")
+    outcomes: list[ItemOutcome | None] = [None] * len(items)
+    objects: list[Mapping[str, Any]] = []
+    positions: list[int] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            message = f"Each item must be a JSON object; got {type(item).__name__}."
+            outcomes[index] = _rejected(kind, index, None, FieldError(None, message))
+            continue
+        error = guard_error(item)
+        if error is not None:
+            outcomes[index] = _rejected(kind, index, _item_id(item, kind), error)
+            continue
+        objects.append(item)
+        positions.append(index)
+    if objects:
+        store: StoreFn = import_string(INGEST_SERVICES[kind])
+        # Services that keep a history trail (seeds) take the author: the API key's user.
+        takes_user = "user" in inspect.signature(store).parameters
+        results = store(objects, user=_batch_user.get()) if takes_user else store(objects)
+        if len(results) != len(objects):  # a broken service must not misreport silently
+            raise RuntimeError(
+                f"{INGEST_SERVICES[kind]} returned {len(results)} outcomes for {len(objects)} items"
+            )
+        for position, result in zip(positions, results, strict=True):
+            result.kind = kind
+            result.index = position
+            if result.id is None:
+                result.id = _item_id(items[position], kind)
+            outcomes[position] = result
+    return [o for o in outcomes if o is not None]
+
+
+def ingest_batch(payload: Any, *, atomic: bool = False, user: Any = None) -> IngestReport:
+    """Validate the payload's shape and store every list through its service, in one transaction.
+
+    Raises PayloadError for a wrong top-level shape. Per-item problems come back as rejected
+    ItemOutcomes. Any unexpected exception rolls back the whole batch and propagates.
+    """
+    lists = validate_payload(payload)
+    outcomes: list[ItemOutcome] = []
+    rolled_back = False
+    token = _batch_user.set(user)
+    try:
+        with transaction.atomic():
+            for kind in INGEST_KINDS:
+                if lists.get(kind):
+                    outcomes.extend(store_items(kind, lists[kind]))
+            if atomic and any(o.status == "rejected" for o in outcomes):
+                raise _RollBack
+    except _RollBack:
+        rolled_back = True
+    finally:
+        _batch_user.reset(token)
+    report = IngestReport(outcomes=outcomes, atomic=atomic, rolled_back=rolled_back)
+    if report.errors:
+        logger.info(
+            "ingest by %s: %d stored, %d unchanged, %d rejected%s",
+            getattr(user, "username", user),
+            report.stored,
+            report.unchanged,
+            report.errors,
+            " (rolled back)" if rolled_back else "",
+        )
+    return report

@@ -1,0 +1,154 @@
+"""`manage.py load_demo`: demo login, roles, PyRIT fixture rows and synthetic demo memory.
+
+Idempotent: every item goes through the ingestion services, so a second run reports
+everything as unchanged. The PyRIT fixtures are loaded when settings.REDTEAM_FIXTURES exists;
+the synthetic data needs nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import transaction
+
+from memory import services
+from redteam.common.media import store_media_bytes
+from redteam.common.roles import REVIEWER_GROUP
+from redteam.core.outcomes import ItemOutcome
+from redteam.site.demo import build_demo_data, iter_demo_kinds
+from redteam.site.roles import ensure_roles
+
+Store = Callable[[Sequence[Mapping[str, Any]]], list[ItemOutcome]]
+
+DEMO_USERNAME = "demo"
+DEV_PASSWORD = "demo-password"
+
+# (folder, file, kind) in dependency order; .json files hold a list, .jsonl one item a line.
+FIXTURE_FILES = (
+    ("pyrit-1.1", "conversations.jsonl", "conversations"),
+    ("pyrit-1.1", "pieces.jsonl", "message_pieces"),
+    ("pyrit-1.1", "scores.jsonl", "scores"),
+    ("pyrit-1.1", "attack_results.jsonl", "attack_results"),
+    ("pyrit-1.1", "seeds.jsonl", "seeds"),
+    ("pyrit-0.13", "pieces.jsonl", "message_pieces"),
+    ("pyrit-0.13", "scores.jsonl", "scores"),
+    ("pyrit-0.13", "attack_results.jsonl", "attack_results"),
+    ("pyrit-0.13", "seeds.jsonl", "seeds"),
+)
+
+
+def _stores() -> dict[str, Store]:
+    from scoring.services import store_scores
+    from seeds.services import store_seeds
+
+    return {
+        "conversations": services.store_conversations,
+        "message_pieces": services.store_message_pieces,
+        "scores": store_scores,
+        "attack_results": services.store_attack_results,
+        "scenario_results": services.store_scenario_results,
+        "seeds": store_seeds,
+    }
+
+
+def _read(path: Path) -> list[Any]:
+    if path.suffix == ".json":
+        value = json.loads(path.read_text(encoding="utf-8"))
+        return value if isinstance(value, list) else [value]
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+class Command(BaseCommand):
+    """Load the demo data and create the demo login."""
+
+    help = "Create the demo login and load PyRIT fixture rows plus synthetic demo memory."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        """--password, --no-fixtures, --no-synthetic."""
+        parser.add_argument("--password", help="Password for a newly created demo user.")
+        parser.add_argument(
+            "--reset-password", action="store_true", help="Set the password of an existing user."
+        )
+        parser.add_argument("--no-fixtures", action="store_true", help="Skip the PyRIT fixtures.")
+        parser.add_argument(
+            "--no-synthetic", action="store_true", help="Skip the synthetic demo data."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        """Roles and user, then fixtures, then synthetic data; prints a summary per file."""
+        self._user(options.get("password"), bool(options.get("reset_password")))
+        stores = _stores()
+        if not options.get("no_fixtures"):
+            self._fixtures(stores)
+        if not options.get("no_synthetic"):
+            self._synthetic(stores)
+
+    def _user(self, password: str | None, reset: bool) -> None:
+        ensure_roles()
+        user_model = get_user_model()
+        user, created = user_model.objects.get_or_create(
+            username=DEMO_USERNAME, defaults={"is_staff": True, "email": "demo@example.invalid"}
+        )
+        if created or reset:
+            # A known password only for development; otherwise a fresh random one.
+            chosen = password or (DEV_PASSWORD if settings.DEBUG else secrets.token_urlsafe(12))
+            user.set_password(chosen)
+            user.is_staff = True
+            user.save()
+            self.stdout.write(
+                self.style.SUCCESS(f"Demo login: username {DEMO_USERNAME!r}, password {chosen!r}")
+            )
+        else:
+            self.stdout.write(f"Demo user {DEMO_USERNAME!r} exists; password unchanged.")
+        if not user.is_staff:
+            user.is_staff = True
+            user.save(update_fields=["is_staff"])
+        user.groups.add(Group.objects.get(name=REVIEWER_GROUP))
+
+    def _report(self, label: str, outcomes: Sequence[ItemOutcome]) -> None:
+        counts = {s: sum(1 for o in outcomes if o.status == s) for s in ("stored", "unchanged")}
+        rejected = [o for o in outcomes if o.status == "rejected"]
+        line = f"{label}: {counts['stored']} stored, {counts['unchanged']} unchanged"
+        if rejected:
+            first = "; ".join(f"{e.field}: {e.message}" for e in rejected[0].errors)
+            self.stdout.write(self.style.WARNING(f"{line}, {len(rejected)} rejected ({first})"))
+        else:
+            self.stdout.write(line)
+
+    def _fixtures(self, stores: Mapping[str, Store]) -> None:
+        root = Path(getattr(settings, "REDTEAM_FIXTURES", "") or "")
+        if not root.is_dir():
+            self.stdout.write(f"No PyRIT fixtures at {root}; skipping them.")
+            return
+        for folder, name, kind in FIXTURE_FILES:
+            path = root / folder / name
+            if path.is_file():
+                self._report(f"{folder}/{name}", stores[kind](_read(path)))
+        media = root / "pyrit-1.1" / "media"
+        if media.is_dir():
+            for file in sorted(media.iterdir()):
+                if file.is_file():
+                    self._media(file.name, file.read_bytes())
+
+    def _media(self, name: str, data: bytes) -> None:
+        from seeds.services import link_media as link_seed_media
+
+        with transaction.atomic():
+            blob = store_media_bytes(data, filename=name)
+            linked = services.link_media(blob) + link_seed_media(blob)
+        self.stdout.write(f"media {name}: {blob.content_type}, linked to {linked} rows")
+
+    def _synthetic(self, stores: Mapping[str, Store]) -> None:
+        data = build_demo_data()
+        for name, payload in data.media.items():
+            self._media(name, payload)
+        for kind, items in iter_demo_kinds(data):
+            self._report(f"demo {kind}", stores[kind](items))
