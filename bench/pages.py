@@ -377,8 +377,7 @@ def load(gen: Generator, conversations: int, chunk: int = 5_000) -> float:
     """Load `conversations` conversations (10 pieces each) with COPY; seconds taken."""
     from django.db import connection, transaction
 
-    from memory.models import AttackResult, Conversation, MessagePiece
-    from scoring.models import Score
+    from memory.models import AttackResult, Conversation, MessagePiece, Score
 
     tables = {
         "conversation": Conversation,

@@ -19,11 +19,12 @@ from typing import Any
 
 import django_filters as df
 from django import forms
-from django.apps import apps
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 
 from memory.lookups import JSONHasElement, JSONHasKeyValue, pieces_matching
 from memory.models import (
@@ -34,6 +35,8 @@ from memory.models import (
     MessagePiece,
     PieceConverter,
     ScenarioResult,
+    Score,
+    ScoreSource,
 )
 from redteam.common.datebounds import DateBoundFilter
 from redteam.core.enums import (
@@ -43,6 +46,7 @@ from redteam.core.enums import (
     PROMPT_DATA_TYPES,
     PROMPT_RESPONSE_ERRORS,
     SCENARIO_RUN_STATES,
+    SCORE_STATUSES,
     SCORE_TYPES,
 )
 
@@ -349,10 +353,7 @@ class ConversationFilterSet(df.FilterSet):
         """Conversations with a score of this value (case-insensitive) on any of their pieces."""
         if not value.strip():
             return qs
-        # Scores live in the scoring app, which depends on memory; resolving the model by name
-        # keeps this module free of an import cycle.
-        score_model = apps.get_model("scoring", "Score")
-        scored = score_model.objects.filter(
+        scored = Score.objects.filter(
             message_piece_id__in=MessagePiece.objects.filter(
                 conversation_id=OuterRef(OuterRef("conversation_id"))
             ).values("original_prompt_id"),
@@ -573,8 +574,7 @@ class MessagePieceFilterSet(df.FilterSet):
 
     def _scored(self, **conditions: Any) -> Exists:
         # Scores attach through original_prompt_id (PyRIT's prompt_request_response_id).
-        score_model = apps.get_model("scoring", "Score")
-        scores = score_model.objects.filter(message_piece_id=OuterRef("original_prompt_id"))
+        scores = Score.objects.filter(message_piece_id=OuterRef("original_prompt_id"))
         return Exists(scores.filter(**conditions))
 
     def filter_score_type(self, qs: QuerySet[MessagePiece], name: str, value: str) -> QuerySet[Any]:
@@ -628,8 +628,60 @@ class IdentifierFilterSet(df.FilterSet):
                 MessagePiece.objects.filter(attack_identifier_id=ref)
             )
         else:
-            score_model = apps.get_model("scoring", "Score")
-            used = Exists(score_model.objects.filter(scorer_identifier_id=ref)) | Exists(
+            used = Exists(Score.objects.filter(scorer_identifier_id=ref)) | Exists(
                 MessagePiece.objects.filter(scorer_identifier_id=ref)
             )
         return qs.filter(used)
+
+
+SCORE_TYPE_CHOICES = [(t, t) for t in SCORE_TYPES]
+SCORE_STATUS_CHOICES = [(s, s) for s in SCORE_STATUSES]
+
+
+class ScorerFilter(MultiValueFilter):
+    """Scorer identifier by hash, or by class name; any of the given values."""
+
+    def apply(self, qs: QuerySet[Any], value: list[str]) -> QuerySet[Any]:
+        """A 64-hex value is an identifier hash; anything else is a class name."""
+        condition = Q()
+        for v in value:
+            if HASH_RE.match(v):
+                condition |= Q(scorer_identifier_id=v)
+            else:
+                condition |= Q(scorer_class=v)
+        return qs.filter(condition)
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class ConversationScoresFilter(InFilter):
+    """Scores of the pieces of these conversations (joined through original_prompt_id)."""
+
+    def apply(self, qs: QuerySet[Any], value: list[str]) -> QuerySet[Any]:
+        """Scores whose message_piece_id is an original_prompt_id in the conversations."""
+        pieces = MessagePiece.objects.filter(conversation_id__in=value)
+        return qs.filter(message_piece_id__in=pieces.values("original_prompt_id"))
+
+
+class ScoreFilterSet(df.FilterSet):
+    """Filters for score lists: type, value, status, category, scorer, piece, time range."""
+
+    id = UUIDInFilter(field_name="id")
+    score_type = ChoicesFilter(field_name="score_type", choices=SCORE_TYPE_CHOICES)
+    # PyRIT's true_false values are case-insensitive ("False" is stored by composite scorers).
+    score_value = df.CharFilter(field_name="score_value", lookup_expr="iexact", max_length=64)
+    status = ChoicesFilter(field_name="status", choices=SCORE_STATUS_CHOICES)
+    score_category = ElementFilter(field_name="score_category", match="any")
+    # `harm_category` is the name the other lists use for the same idea.
+    harm_category = ElementFilter(field_name="score_category", match="any")
+    scorer = ScorerFilter(field_name="scorer_identifier")
+    source = ChoicesFilter(field_name="source", choices=ScoreSource.choices)
+    message_piece_id = UUIDInFilter(field_name="message_piece_id")
+    conversation_id = ConversationScoresFilter(field_name="conversation_id")
+    attack_result_id = UUIDInFilter(field_name="attack_result_id")
+    objective = df.CharFilter(field_name="objective", lookup_expr="icontains", max_length=300)
+    after = DateBoundFilter(field_name="timestamp", bound="gte")
+    before = DateBoundFilter(field_name="timestamp", bound="lte")
+
+    class Meta:
+        model = Score
+        fields: list[str] = []

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory.models import MessagePiece, PieceConverter
+from memory.models import MessagePiece, PieceConverter, Score
 from redteam.common.media import INLINE_CONTENT_TYPES
 from redteam.common.models import MediaBlob
 from redteam.core.reassembly import group_by_sequence
@@ -22,6 +22,7 @@ from redteam.core.textview import (
     visible_json,
     word_diff,
 )
+from redteam.core.trees import TreeNode
 
 # Characters of stored text one conversation page shows in all (each value is also cut at
 # textview.MAX_DISPLAY_CHARS): a thousand 100k-character pieces would otherwise add up to a
@@ -163,3 +164,16 @@ def message_views(pieces: list[MessagePiece]) -> list[MessageView]:
         MessageView(m.sequence, m.role, [piece_view(p, budget) for p in m.pieces])
         for m in group_by_sequence(pieces)
     ]
+
+
+@dataclass
+class ScoreView:
+    """A score beside the piece (or result) it scores, with its scorer tree."""
+
+    score: Score
+    tree: TreeNode | None
+
+    @property
+    def is_human(self) -> bool:
+        """Recorded by a reviewer."""
+        return self.score.source == "human"

@@ -22,7 +22,6 @@ from typing import Any
 from django.db.models import Q
 
 from memory.models import MessagePiece
-from memory.store_common import register_score_store
 from memory.store_pieces import store_conversations, store_message_pieces
 from memory.store_results import store_attack_results
 from memory.store_scenarios import store_scenario_results
@@ -31,7 +30,6 @@ from redteam.core.enums import MEDIA_PATH_DATA_TYPES
 
 __all__ = [
     "link_media",
-    "register_score_store",
     "store_attack_results",
     "store_conversations",
     "store_media",

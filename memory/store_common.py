@@ -1,4 +1,4 @@
-"""Shared parts of the ingestion services: replay comparison, conversation locking, hooks.
+"""Shared parts of the ingestion services: replay comparison, conversation locking.
 
 Conversations are created as empty stubs with INSERT ... ON CONFLICT DO NOTHING, then locked
 with SELECT ... FOR UPDATE ordered by primary key (PostgreSQL; SQLite serialises writers),
@@ -11,47 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
-from django.apps import apps
-from django.utils.module_loading import import_string
-
 from memory.bulk import bulk_insert
 from memory.models import Conversation
 from memory.parsing import canonical
-from memory.parsing_pieces import ParsedScore
 from redteam.core.outcomes import FieldError, ItemOutcome, ItemStatus
 
 KIND_CONVERSATIONS = "conversations"
 KIND_PIECES = "message_pieces"
 KIND_ATTACK_RESULTS = "attack_results"
-
-
-# --- the scoring hook ----------------------------------------------------------------------
-
-ParsedScoreStore = Callable[[Sequence[ParsedScore]], list[ItemOutcome]]
-# Scores live in the scoring app, which depends on this one, so memory never imports it:
-# the store is looked up by dotted path when first needed (or replaced through
-# register_score_store, e.g. in tests).
-SCORE_STORE_PATH = "scoring.services.store_parsed_scores"
-_score_store: list[ParsedScoreStore] = []
-
-
-def register_score_store(store: ParsedScoreStore) -> None:
-    """Use ``store`` for scores embedded in 0.13 pieces and in attack results."""
-    _score_store[:] = [store]
-
-
-def _score_store_or_none() -> ParsedScoreStore | None:
-    if not _score_store and apps.is_installed("scoring"):
-        _score_store.append(import_string(SCORE_STORE_PATH))
-    return _score_store[0] if _score_store else None
-
-
-def store_embedded_scores(scores: Sequence[ParsedScore]) -> list[ItemOutcome] | None:
-    """Store scores through the scoring app; None when it is not installed."""
-    store = _score_store_or_none()
-    if not scores or store is None:
-        return None
-    return store(scores)
 
 
 # --- shared helpers ------------------------------------------------------------------------

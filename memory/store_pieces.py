@@ -24,8 +24,8 @@ from memory.store_common import (
     first_difference,
     lock_conversations,
     prefixed,
-    store_embedded_scores,
 )
+from memory.store_scores import store_parsed_scores
 from redteam.common.models import MediaBlob
 from redteam.core.enums import MEDIA_PATH_DATA_TYPES
 from redteam.core.outcomes import FieldError, ItemOutcome
@@ -362,9 +362,7 @@ def _store_nested_scores(
             for k, score in enumerate(parsed[i].scores):
                 owners.append((i, k))
                 scores.append(score)
-    outcomes = store_embedded_scores(scores)
-    if outcomes is None:
-        return
+    outcomes = store_parsed_scores(scores) if scores else []
     for (i, k), outcome in zip(owners, outcomes, strict=True):
         if outcome.status == "rejected":
             status.pop(i, None)

@@ -23,9 +23,9 @@ from memory.store_common import (
     first_difference,
     lock_conversations,
     prefixed,
-    store_embedded_scores,
 )
 from memory.store_pieces import store_pieces
+from memory.store_scores import store_parsed_scores
 from redteam.core.outcomes import FieldError, ItemOutcome
 from redteam.core.roundtrip import identifier_compared, related_compared, traceback_compared
 
@@ -109,11 +109,11 @@ def _embedded(
                 errors[i].extend(prefixed(outcome.errors, "last_response."))
     with_score = [i for i in valid if results[i].last_score is not None and not errors[i]]
     scores = [results[i].last_score for i in with_score]
-    outcomes_or_none = store_embedded_scores([s for s in scores if s is not None])
-    if outcomes_or_none is not None:
-        for i, outcome in zip(with_score, outcomes_or_none, strict=True):
-            if outcome.status == "rejected":
-                errors[i].extend(prefixed(outcome.errors, "last_score."))
+    embedded = [s for s in scores if s is not None]
+    outcomes = store_parsed_scores(embedded) if embedded else []
+    for i, outcome in zip(with_score, outcomes, strict=True):
+        if outcome.status == "rejected":
+            errors[i].extend(prefixed(outcome.errors, "last_score."))
 
 
 @transaction.atomic

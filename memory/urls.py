@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from memory import scenario_views, views
+from memory import content_views, scenario_views, views
 
 app_name = "memory"
 
@@ -13,6 +13,13 @@ urlpatterns = [
     path("identifiers/diff/", views.identifier_diff, name="identifier_diff"),
     path("identifiers/<str:hash>/", views.identifier_detail, name="identifier_detail"),
     path("media/<str:sha256>/", views.media, name="media"),
+    path("pieces/promote/", views.promote_piece, name="promote_piece"),
     path("scenarios/", scenario_views.scenario_list, name="scenario_list"),
     path("scenarios/<uuid:scenario_id>/", scenario_views.scenario_detail, name="scenario_detail"),
+    path("scored-content/", content_views.scored_content_list, name="scored_content_list"),
+    path(
+        "scored-content/<uuid:content_id>/",
+        content_views.scored_content_detail,
+        name="scored_content_detail",
+    ),
 ]

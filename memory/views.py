@@ -6,16 +6,20 @@ scores, so they live in scoring/views.py (scoring depends on memory, never the r
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
-from django.apps import apps
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
 from django.core.files.storage import default_storage
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
 
 from memory.filters import HASH_RE, ConversationFilterSet
 from memory.models import (
@@ -25,7 +29,9 @@ from memory.models import (
     IdentifierDump,
     MessagePiece,
     PieceConverter,
+    Score,
 )
+from memory.promote import promote_piece_to_seed
 from memory.querysets import conversations_for_list, identifier_tree, identifier_trees
 from redteam.common.media import INLINE_CONTENT_TYPES, SHA256_RE
 from redteam.common.models import MediaBlob
@@ -33,6 +39,8 @@ from redteam.common.pagination import filtered_list_page
 from redteam.common.roles import viewer_required
 from redteam.core.enums import ATTACK_OUTCOMES, PROMPT_DATA_TYPES
 from redteam.core.trees import diff_dumps, json_text, tree_from_dump
+from redteam.core.visible import visible_text
+from seeds.models import SeedDataset
 
 # Suggestions for the target/attack/converter inputs come from the (small) identifier table.
 MAX_CLASS_SUGGESTIONS = 300
@@ -106,7 +114,6 @@ def identifier_detail(request: HttpRequest, hash: str) -> HttpResponse:
     # Always rebuilt from rows (budgeted): links then use the hashes computed at ingest,
     # whatever hash a stored dump carries.
     tree = tree_from_dump(identifier_tree(identifier).tree, identifier.hash)
-    score_model = apps.get_model("scoring", "Score")
     # The identifier table is small (one row per distinct configuration), so a text search
     # over children for the hash is cheap and finds every parent whatever the child name.
     parents = list(
@@ -148,7 +155,7 @@ def identifier_detail(request: HttpRequest, hash: str) -> HttpResponse:
             .order_by("id")[:MAX_USES]
         ),
         "scores": list(
-            score_model.objects.filter(scorer_identifier=identifier)
+            Score.objects.filter(scorer_identifier=identifier)
             .only("id", "score_value", "score_type", "message_piece_id", "attack_result_id")
             .order_by("id")[:MAX_USES]
         ),
@@ -213,3 +220,70 @@ def media(request: HttpRequest, sha256: str) -> HttpResponseBase:
     response["Cache-Control"] = "private, max-age=31536000, immutable"
     response["Cross-Origin-Resource-Policy"] = "same-origin"
     return response
+
+
+@login_required
+@permission_required("seeds.add_seed", raise_exception=True)
+@require_POST
+def promote_piece(request: HttpRequest) -> HttpResponse:
+    """Make a seed of a conversation piece (POST: piece_id, dataset, seed_type, ...).
+
+    `dataset` is a dataset id, or `dataset_name` names one (created if the user may add
+    datasets). `attack_result_id` and `next` (a same-site URL to return to) are optional.
+    """
+    back = request.POST.get("next") or ""
+    if not url_has_allowed_host_and_scheme(
+        back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        back = ""
+    try:
+        dataset = _chosen_dataset(request)
+        result = promote_piece_to_seed(
+            piece_id=_uuid(request.POST.get("piece_id"), "piece"),
+            dataset=dataset,
+            seed_type=request.POST.get("seed_type") or "prompt",
+            user=request.user,
+            attack_result_id=_uuid(request.POST.get("attack_result_id"), "attack result")
+            if request.POST.get("attack_result_id")
+            else None,
+        )
+    except ValueError as exc:
+        messages.error(request, f"Not promoted: {exc}")
+        return HttpResponseRedirect(back or reverse("seeds:dataset_list"))
+    if result.created:
+        messages.success(request, f"Added a seed to {visible_text(dataset.dataset_name)}.")
+    else:
+        messages.info(
+            request, f"{visible_text(dataset.dataset_name)} already holds this seed; nothing added."
+        )
+    return HttpResponseRedirect(back or reverse("seeds:dataset_detail", args=[dataset.pk]))
+
+
+def _uuid(value: str | None, what: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        raise ValueError(f"not a valid {what} id.") from None
+
+
+def _chosen_dataset(request: HttpRequest) -> SeedDataset:
+    raw_id = (request.POST.get("dataset") or "").strip()
+    if raw_id:
+        if not raw_id.isdigit():
+            raise ValueError("not a valid dataset.")
+        dataset = SeedDataset.objects.filter(pk=int(raw_id)).first()
+        if dataset is None:
+            raise ValueError("no such dataset.")
+        return dataset
+    name = (request.POST.get("dataset_name") or "").strip()
+    if not name or len(name) > 255:
+        raise ValueError("choose a dataset.")
+    dataset = SeedDataset.objects.filter(dataset_name=name).first()
+    if dataset is not None:
+        return dataset
+    if not request.user.has_perm("seeds.add_seeddataset"):
+        raise ValueError("no such dataset, and you may not create one.")
+    dataset = SeedDataset(dataset_name=name)
+    dataset._history_user = request.user  # type: ignore[attr-defined]
+    dataset.save()
+    return dataset

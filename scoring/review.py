@@ -26,8 +26,7 @@ from django.db.models import (
 from django.db.models.functions import Cast
 from django.db.models.lookups import GreaterThanOrEqual
 
-from memory.models import AttackResult
-from scoring.models import Score, ScoreSource
+from memory.models import AttackResult, Score, ScoreSource
 
 # A float verdict (0..1 harm/success rating) counts as "objective achieved" from here up.
 FLOAT_SUCCESS_THRESHOLD = 0.5

@@ -11,8 +11,8 @@ from typing import Any
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
+from memory.models import Score, ScoreSource
 from redteam.common.audit import record_audit
-from scoring.models import Score, ScoreSource
 
 
 @receiver(post_delete, sender=Score)

@@ -20,10 +20,10 @@ from django.db import transaction
 from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
-from memory.models import AttackResult
+from memory.models import AttackResult, Score, ScoreSource
 from redteam.core.enums import ATTACK_OUTCOMES
 from redteam.core.outcomes import OutcomeCounts
-from scoring.models import OutcomeTally, Score, ScoreSource, TallySnapshot
+from scoring.models import OutcomeTally, TallySnapshot
 from scoring.review import human_scores, verdict_success
 
 DIMENSIONS = ("harm_category", "attack", "converter", "target")

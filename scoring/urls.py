@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 import redteam.common.idpath  # noqa: F401  (registers the storedid converter)
-from scoring import content_views, views
+from scoring import views
 
 app_name = "scoring"
 
@@ -29,10 +29,4 @@ urlpatterns = [
     path("objectives/<str:objective_sha256>/", views.objective_detail, name="objective_detail"),
     path("review/", views.review_queue, name="review_queue"),
     path("dashboard/", views.dashboard, name="dashboard"),
-    path("scored-content/", content_views.scored_content_list, name="scored_content_list"),
-    path(
-        "scored-content/<uuid:content_id>/",
-        content_views.scored_content_detail,
-        name="scored_content_detail",
-    ),
 ]

@@ -17,12 +17,12 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memory.filters import AttackResultFilterSet
-from memory.models import AttackResult, IdentifierDump
-from memory.presenters import message_views
+from memory.models import AttackResult, IdentifierDump, Score
+from memory.presenters import ScoreView, message_views
 from memory.querysets import (
     MAX_RELATED_SHOWN,
     attack_results_for_detail,
@@ -36,7 +36,6 @@ from redteam.common.pagination import BadCursor, request_page
 from redteam.common.roles import can_record_verdicts, viewer_required
 from redteam.core.textview import display_text
 from redteam.core.trees import TreeNode, parse_dump
-from scoring.models import Score
 from scoring.review import (
     REVIEW_VIEWS,
     disagrees,
@@ -56,8 +55,8 @@ from scoring.tallies import (
 from seeds.models import SeedDataset
 
 MAX_OBJECTIVE_ATTEMPTS = 24
-# The seeds app's "promote a piece to a seed" endpoint (POST piece_id, dataset_name, ...).
-PROMOTE_URL_NAME = "seeds:promote_piece"
+# The "promote a piece to a seed" endpoint (POST piece_id, dataset_name, ...).
+PROMOTE_URL_NAME = "memory:promote_piece"
 PROMOTE_PERMISSION = "seeds.add_seed"
 MAX_DATASET_SUGGESTIONS = 200
 
@@ -65,19 +64,6 @@ MAX_DATASET_SUGGESTIONS = 200
 # ---------------------------------------------------------------------------------------------
 # Display models
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ScoreView:
-    """A score beside the piece (or result) it scores, with its scorer tree."""
-
-    score: Score
-    tree: TreeNode | None
-
-    @property
-    def is_human(self) -> bool:
-        """Recorded by a reviewer."""
-        return self.score.source == "human"
 
 
 @dataclass
@@ -118,13 +104,10 @@ def _tree(dump: IdentifierDump | None) -> TreeNode | None:
 
 
 def _promote_context(user: Any) -> dict[str, Any]:
-    """The seeds app's promote-a-piece form target and dataset names (one query), if allowed."""
+    """The promote-a-piece form target and dataset names (one query), if allowed."""
     if not user.has_perm(PROMOTE_PERMISSION):
         return {}
-    try:
-        url = reverse(PROMOTE_URL_NAME)
-    except NoReverseMatch:  # the seeds pages are not installed
-        return {}
+    url = reverse(PROMOTE_URL_NAME)
     names = list(
         SeedDataset.objects.order_by("dataset_name").values_list("dataset_name", flat=True)[
             :MAX_DATASET_SUGGESTIONS

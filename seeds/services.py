@@ -13,10 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.apps import apps
 from django.db import transaction
 from django.db.models import QuerySet
+from django.utils import timezone
 
+from redteam.common.models import MediaBlob
 from redteam.core.enums import MEDIA_PATH_DATA_TYPES
 from redteam.core.outcomes import FieldError, ItemOutcome
 from seeds import rules
@@ -36,7 +37,7 @@ __all__ = [
     "import_dataset",
     "link_media",
     "move_seeds_to_dataset",
-    "promote_piece_to_seed",
+    "add_promoted_seed",
     "remove_harm_category",
     "rename_dataset",
     "save_seed_changes",
@@ -220,7 +221,6 @@ def _blobs_for(seeds: Iterable[Seed]) -> dict[str, Any]:
     shas = {s.value_sha256 for s in seeds if s.value_sha256 and rules.is_media(s.data_type)}
     if not shas:
         return {}
-    MediaBlob = apps.get_model("redteam", "MediaBlob")  # noqa: N806
     return {b.sha256: b for b in MediaBlob.objects.filter(sha256__in=shas)}
 
 
@@ -485,46 +485,43 @@ class PromoteResult:
     created: bool
 
 
-@transaction.atomic
-def promote_piece_to_seed(
-    *,
-    piece_id: uuid.UUID | str,
-    dataset: SeedDataset,
-    seed_type: str,
-    user: Any,
-    attack_result_id: uuid.UUID | str | None = None,
-) -> PromoteResult:
-    """Make a seed of a conversation piece's converted value, linked back to its source.
+@dataclass(frozen=True)
+class PromotedValue:
+    """What a promoted seed is made of: a reviewed value and where it came from."""
 
-    The memory app depends on this one, so the piece is read through the app registry. An
-    identical standalone seed already in the dataset is returned instead of a duplicate.
+    value: str
+    value_sha256: str | None
+    data_type: str
+    role: str
+    harm_categories: list[str]
+    media_id: str | None
+    source_piece_id: uuid.UUID
+    source_attack_result_id: uuid.UUID | str | None
+
+
+@transaction.atomic
+def add_promoted_seed(
+    *, source: PromotedValue, dataset: SeedDataset, seed_type: str, user: Any
+) -> PromoteResult:
+    """Make a prompt or objective seed of a reviewed value in ``dataset``.
+
+    An identical standalone seed already in the dataset is returned instead of a duplicate.
     """
-    MessagePiece = apps.get_model("memory", "MessagePiece")  # noqa: N806
-    AttackResult = apps.get_model("memory", "AttackResult")  # noqa: N806
-    piece = MessagePiece.objects.filter(id=piece_id).first()
-    if piece is None:
-        raise ValueError("No such conversation piece.")
-    if (
-        attack_result_id is not None
-        and not AttackResult.objects.filter(attack_result_id=attack_result_id).exists()
-    ):
-        raise ValueError("No such attack result.")
     if seed_type not in ("prompt", "objective"):
         raise ValueError("A promoted seed is a prompt or an objective.")
-    data_type = piece.converted_value_data_type
-    if seed_type == "objective" and data_type != "text":
-        raise ValueError("An objective is text; this piece holds " + data_type + ".")
+    if seed_type == "objective" and source.data_type != "text":
+        raise ValueError("An objective is text; this piece holds " + source.data_type + ".")
     # PyRIT's SeedPrompt.from_messages uses the API role: simulated_assistant -> assistant.
-    role = "assistant" if piece.role == "simulated_assistant" else piece.role
+    role = "assistant" if source.role == "simulated_assistant" else source.role
     seed = Seed(
         id=uuid.uuid4(),
         seed_type=seed_type,
-        value=piece.converted_value,
-        value_sha256=piece.converted_value_sha256,
-        data_type=data_type,
+        value=source.value,
+        value_sha256=source.value_sha256,
+        data_type=source.data_type,
         dataset=dataset,
         dataset_name=dataset.dataset_name,
-        harm_categories=list(piece.targeted_harm_categories or []),
+        harm_categories=list(source.harm_categories),
         authors=[],
         groups=[],
         metadata={},
@@ -532,13 +529,11 @@ def promote_piece_to_seed(
         role=role if seed_type == "prompt" else None,
         sequence=0 if seed_type == "prompt" else None,
         parameters=[] if seed_type == "prompt" else None,
-        media_id=getattr(piece, "converted_media_id", None),
-        source_piece_id=piece.id,
-        source_attack_result_id=attack_result_id,
+        media_id=source.media_id,
+        source_piece_id=source.source_piece_id,
+        source_attack_result_id=source.source_attack_result_id,
+        date_added=timezone.now(),
     )
-    from django.utils import timezone
-
-    seed.date_added = timezone.now()
     computed = rules.value_sha256_for(seed.data_type, seed.value)
     if computed is not None:
         seed.value_sha256 = computed
@@ -551,6 +546,6 @@ def promote_piece_to_seed(
     group.save()
     seed.group = group
     _remember_user(seed, user)
-    seed._change_reason = f"promoted from piece {piece.id}"  # type: ignore[attr-defined]
+    seed._change_reason = f"promoted from piece {source.source_piece_id}"  # type: ignore[attr-defined]
     seed.save()
     return PromoteResult(seed, True)

@@ -1,4 +1,4 @@
-"""Seed pages of the review UI (read-only browsing, template preview) and promote-to-seed."""
+"""Seed pages of the review UI: read-only browsing and template preview."""
 
 from __future__ import annotations
 
@@ -12,5 +12,4 @@ urlpatterns = [
     path("", views.dataset_list, name="dataset_list"),
     path("datasets/<int:pk>/", views.dataset_detail, name="dataset_detail"),
     path("seed/<uuid:pk>/preview/", views.seed_preview, name="seed_preview"),
-    path("promote/", views.promote_piece, name="promote_piece"),
 ]

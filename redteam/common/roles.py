@@ -1,7 +1,7 @@
 """Reviewer roles: the `reviewer` and `read-only` group names and the access checks.
 
 Both groups may read every review page; only reviewers may record human verdicts
-(`scoring.record_verdict`). The groups are created by `redteam.site.roles.ensure_roles`.
+(`memory.record_verdict`). The groups are created by `redteam.site.roles.ensure_roles`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from django.http.response import HttpResponseBase
 REVIEWER_GROUP = "reviewer"
 READ_ONLY_GROUP = "read-only"
 VIEW_PERMISSION = "memory.view_conversation"
-VERDICT_PERMISSION = "scoring.record_verdict"
+VERDICT_PERMISSION = "memory.record_verdict"
 
 
 def viewer_required(view: Callable[..., HttpResponseBase]) -> Callable[..., HttpResponseBase]:

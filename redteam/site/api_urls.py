@@ -7,19 +7,19 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.routers import SimpleRouter
 
+from memory.api import reads
+from memory.api.scores import ScoreViewSet
 from memory.api.views import ConversationViewSet, IdentifierViewSet
-from redteam import api_reads
 from redteam.common import idpath  # noqa: F401  (the storedid converter)
 from redteam.site import api
-from scoring.api.views import ScoreViewSet
 from seeds.api.views import SeedViewSet
 
 router = SimpleRouter()
-router.register("message-pieces", api_reads.MessagePieceViewSet, basename="message-piece")
+router.register("message-pieces", reads.MessagePieceViewSet, basename="message-piece")
 router.register("conversations", ConversationViewSet, basename="conversation")
 router.register("scores", ScoreViewSet, basename="score")
-router.register("attack-results", api_reads.AttackResultViewSet, basename="attack-result")
-router.register("scenario-results", api_reads.ScenarioResultViewSet, basename="scenario-result")
+router.register("attack-results", reads.AttackResultViewSet, basename="attack-result")
+router.register("scenario-results", reads.ScenarioResultViewSet, basename="scenario-result")
 router.register("seeds", SeedViewSet, basename="seed")
 router.register("identifiers", IdentifierViewSet, basename="identifier")
 
@@ -31,7 +31,7 @@ v1 = [
     # The list is the router's; one conversation is its reassembled messages with scores.
     path(
         "conversations/<storedid:conversation_id>/",
-        api_reads.ConversationMessagesView.as_view(),
+        reads.ConversationMessagesView.as_view(),
         name="conversation-messages",
     ),
     *router.urls,

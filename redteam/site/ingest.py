@@ -20,10 +20,17 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.utils.module_loading import import_string
 
+from memory.services import (
+    store_attack_results,
+    store_conversations,
+    store_message_pieces,
+    store_scenario_results,
+)
+from memory.store_scores import store_scores
 from redteam.core.jsonguard import item_problem, quoted
 from redteam.core.outcomes import FieldError, ItemOutcome
+from seeds.services import store_seeds
 
 logger = logging.getLogger(__name__)
 
@@ -34,14 +41,14 @@ StoreFn = Callable[..., list[ItemOutcome]]
 # belong to them, pieces before the scores and attack results that point at them, scenario
 # results last (they embed attack results; results sent on their own name their scenario by
 # attribution_parent_id, which may dangle as PyRIT's ON DELETE SET NULL key allows). Seeds
-# depend on nothing. Resolved lazily so each app's services stay importable on their own.
-INGEST_SERVICES: dict[str, str] = {
-    "conversations": "memory.services.store_conversations",
-    "message_pieces": "memory.services.store_message_pieces",
-    "scores": "scoring.services.store_scores",
-    "attack_results": "memory.services.store_attack_results",
-    "scenario_results": "memory.services.store_scenario_results",
-    "seeds": "seeds.services.store_seeds",
+# depend on nothing.
+INGEST_SERVICES: dict[str, StoreFn] = {
+    "conversations": store_conversations,
+    "message_pieces": store_message_pieces,
+    "scores": store_scores,
+    "attack_results": store_attack_results,
+    "scenario_results": store_scenario_results,
+    "seeds": store_seeds,
 }
 INGEST_KINDS: tuple[str, ...] = tuple(INGEST_SERVICES)
 
@@ -192,13 +199,13 @@ def store_items(kind: str, items: list[Any]) -> list[ItemOutcome]:
         objects.append(item)
         positions.append(index)
     if objects:
-        store: StoreFn = import_string(INGEST_SERVICES[kind])
+        store = INGEST_SERVICES[kind]
         # Services that keep a history trail (seeds) take the author: the API key's user.
         takes_user = "user" in inspect.signature(store).parameters
         results = store(objects, user=_batch_user.get()) if takes_user else store(objects)
         if len(results) != len(objects):  # a broken service must not misreport silently
             raise RuntimeError(
-                f"{INGEST_SERVICES[kind]} returned {len(results)} outcomes for {len(objects)} items"
+                f"{store.__qualname__} returned {len(results)} outcomes for {len(objects)} items"
             )
         for position, result in zip(positions, results, strict=True):
             result.kind = kind

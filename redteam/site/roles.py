@@ -12,8 +12,8 @@ from django.apps import apps
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
 
+from memory.models import Score
 from redteam.common.roles import READ_ONLY_GROUP, REVIEWER_GROUP
-from scoring.models import Score
 
 # Apps whose rows the review pages show; both roles get their view_* permissions.
 VIEWABLE_APPS = ("memory", "scoring", "seeds")

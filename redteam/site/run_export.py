@@ -30,17 +30,20 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from memory.export import export_conversation
-from memory.models import AttackResult, Conversation, ConversationReference, MessagePiece
+from memory.api.reads import export_scenarios_page
+from memory.export import (
+    export_attack_results,
+    export_conversation,
+    export_pieces_with_scores,
+    export_score,
+)
+from memory.models import AttackResult, Conversation, ConversationReference, MessagePiece, Score
 from memory.querysets import (
     attack_results_for_export,
     conversations_for_export,
     pieces_for_export,
     scenario_results_for_export,
 )
-from redteam.api_reads import export_scenarios_page
-from scoring.export import export_attack_results, export_pieces_with_scores, export_score
-from scoring.models import Score
 from seeds.api.views import export_seed
 from seeds.models import Seed
 

@@ -13,8 +13,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 from rest_framework.test import APIClient
 
-from memory.models import AttackResult, Conversation, MessagePiece
-from scoring.models import Score
+from memory.models import AttackResult, Conversation, MessagePiece, Score
 from seeds.models import Seed
 from tests.api.pyrit_fixtures import LINES, fixture_payload
 from tests.api.test_roundtrip import assert_api_serves_payload

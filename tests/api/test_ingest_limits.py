@@ -61,7 +61,7 @@ def crashing_store(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]:
 @pytest.fixture
 def fake_services(monkeypatch: pytest.MonkeyPatch) -> None:
     for kind in ingest.INGEST_KINDS:
-        monkeypatch.setitem(ingest.INGEST_SERVICES, kind, f"{__name__}.fake_store")
+        monkeypatch.setitem(ingest.INGEST_SERVICES, kind, fake_store)
 
 
 def post(client: APIClient, body: Any, query: str = "", **extra: Any) -> Any:
@@ -156,7 +156,7 @@ def test_non_object_items_are_rejected_per_item(api: APIClient, fake_services: N
 def test_services_run_in_dependency_order(api: APIClient, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str] = []
     for kind in ingest.INGEST_KINDS:
-        monkeypatch.setitem(ingest.INGEST_SERVICES, kind, f"{__name__}.fake_store")
+        monkeypatch.setitem(ingest.INGEST_SERVICES, kind, fake_store)
     real = ingest.store_items
 
     def spy(kind: str, items: list[Any]) -> list[ItemOutcome]:
@@ -179,8 +179,8 @@ def test_services_run_in_dependency_order(api: APIClient, monkeypatch: pytest.Mo
 def test_a_crashing_service_leaves_nothing_half_written(
     api: APIClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(ingest.INGEST_SERVICES, "conversations", f"{__name__}.fake_store")
-    monkeypatch.setitem(ingest.INGEST_SERVICES, "message_pieces", f"{__name__}.crashing_store")
+    monkeypatch.setitem(ingest.INGEST_SERVICES, "conversations", fake_store)
+    monkeypatch.setitem(ingest.INGEST_SERVICES, "message_pieces", crashing_store)
     api.raise_request_exception = False
     response = post(api, {"conversations": [{"id": "c"}], "message_pieces": [{"id": "p"}]})
     assert response.status_code == 500

@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from memory.models import AttackResult, MessagePiece
-from scoring.models import Score
+from memory.models import AttackResult, MessagePiece, Score
 from tests.api import factories
 
 pytestmark = pytest.mark.django_db

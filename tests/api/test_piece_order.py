@@ -17,10 +17,10 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from memory import services
+from memory.export import export_pieces_with_scores
 from memory.models import MessagePiece
 from memory.querysets import pieces_for_conversation, pieces_for_export
 from redteam.site.pyrit_sqlite import import_pyrit_memory
-from scoring.export import export_pieces_with_scores
 from tests.api.pyrit_fixtures import LINES, read_jsonl
 from tests.fixtures_common import reader, reader_client
 from tests.memory import factories as f

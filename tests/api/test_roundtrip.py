@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from memory.models import AttackResult, Conversation, MessagePiece
-from scoring.models import Score
+from memory.models import AttackResult, Conversation, MessagePiece, Score
 from seeds.models import Seed
 from tests.api.pyrit_fixtures import (
     LINES,

@@ -25,11 +25,10 @@ from django.db.models import QuerySet
 from rest_framework.test import APIClient
 
 from memory import services
-from memory.models import AttackResult, Conversation, MessagePiece
+from memory.models import AttackResult, Conversation, MessagePiece, Score
+from memory.store_scores import store_scores
 from redteam.site.pyrit_sqlite import import_pyrit_memory
 from redteam.site.run_export import select_run, write_run
-from scoring.models import Score
-from scoring.services import store_scores
 from seeds.models import Seed
 from tests.api.pyrit_fixtures import LINES, read_jsonl
 from tests.memory import factories as f
@@ -289,9 +288,8 @@ def test_the_013_file_of_a_11_run_has_the_shape_pyrit_013_wrote(
 
 
 def test_a_run_carries_its_scenarios_and_the_loose_text_of_its_scores() -> None:
-    from memory.models import ScenarioResult
+    from memory.models import ScenarioResult, ScorableContent
     from redteam.site.ingest import ingest_batch
-    from scoring.models import ScorableContent
     from tests.api.pyrit_fixtures import SCENARIO_FIXTURES
 
     assert import_pyrit_memory(SCENARIO_FIXTURES / "pyrit_memory.sqlite").rejected == 0

@@ -134,9 +134,9 @@ def test_attack_results_filter_by_their_scenario(api: APIClient) -> None:
 def test_an_answer_embedding_too_many_results_is_a_clear_400(
     api: APIClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from redteam import api_reads
+    from memory.api import reads
 
-    monkeypatch.setattr(api_reads, "MAX_EMBEDDED_RESULTS", 5)
+    monkeypatch.setattr(reads, "MAX_EMBEDDED_RESULTS", 5)
     rows = scenario_rows()
     ingest(api, {"scenario_results": rows})
     response = api.get(f"/api/v1/scenario-results/{rows[0]['id']}/")

@@ -15,7 +15,7 @@ import yaml
 from playwright.sync_api import expect
 
 from memory import services
-from scoring.services import store_scores
+from memory.store_scores import store_scores
 from tests.memory import factories as pyrit
 from tests.memory.row_factories import (
     PieceSpec,

@@ -23,14 +23,17 @@ from typing import Any, Literal
 import pytest
 
 from memory import services
-from memory.export import export_conversation
-from memory.models import AttackResult, Conversation, MessagePiece
+from memory.export import (
+    export_attack_results,
+    export_conversation,
+    export_pieces_with_scores,
+    export_score,
+)
+from memory.models import AttackResult, Conversation, MessagePiece, Score
 from memory.querysets import attack_results_for_export, conversations_for_export, pieces_for_export
+from memory.store_scores import store_scores
 from redteam.core.outcomes import ItemOutcome
 from redteam.site.pyrit_sqlite import import_pyrit_memory
-from scoring.export import export_attack_results, export_pieces_with_scores, export_score
-from scoring.models import Score
-from scoring.services import store_scores
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""memory.export / scoring.export: PyRIT key order, timestamp spellings, constant queries."""
+"""memory.export / memory.export: PyRIT key order, timestamp spellings, constant queries."""
 
 from __future__ import annotations
 
@@ -7,12 +7,19 @@ from typing import Any
 import pytest
 
 from memory import services
-from memory.export import export_conversation, export_piece, timestamp_013, timestamp_1x
+from memory.export import (
+    export_attack_results,
+    export_conversation,
+    export_piece,
+    export_pieces_with_scores,
+    export_score,
+    timestamp_013,
+    timestamp_1x,
+)
+from memory.models import Score
 from memory.querysets import attack_results_for_export, conversations_for_export, pieces_for_export
 from memory.shapes import ATTACK_RESULT_KEYS_1X, PIECE_KEYS_013, PIECE_KEYS_1X, SCORE_KEYS_1X
-from scoring.export import export_attack_results, export_pieces_with_scores, export_score
-from scoring.models import Score
-from scoring.services import store_scores
+from memory.store_scores import store_scores
 from tests.memory import factories as f
 
 pytestmark = pytest.mark.django_db

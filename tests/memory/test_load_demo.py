@@ -9,10 +9,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from memory.models import AttackResult, Conversation, MessagePiece
+from memory.models import AttackResult, Conversation, MessagePiece, Score
 from redteam.common.models import MediaBlob
 from redteam.common.roles import READ_ONLY_GROUP, REVIEWER_GROUP
-from scoring.models import Score
 
 pytestmark = pytest.mark.django_db
 
@@ -88,7 +87,7 @@ def test_demo_user_is_staff_reviewer_and_roles_exist(settings: object) -> None:
     assert user.is_staff and not user.is_superuser
     assert user.check_password("demo-password")
     assert user.groups.filter(name=REVIEWER_GROUP).exists()
-    assert user.has_perm("scoring.record_verdict")
+    assert user.has_perm("memory.record_verdict")
     from django.contrib.auth.models import Group
 
     assert Group.objects.filter(name=READ_ONLY_GROUP).exists()

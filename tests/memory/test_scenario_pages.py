@@ -9,9 +9,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from memory.models import AttackResult, ScenarioResult
+from memory.models import AttackResult, ScenarioResult, ScorableContent
 from redteam.site.ingest import ingest_batch
-from scoring.models import ScorableContent
 from tests.api.pyrit_fixtures import SCENARIO_FIXTURES, read_jsonl, renumbered, scenario_rows
 
 pytestmark = pytest.mark.django_db
@@ -140,11 +139,11 @@ def test_scenario_pages_cost_constant_queries(
 def test_scored_content_pages_show_the_text_with_its_scores(reader_client: Client) -> None:
     scores = read_jsonl(SCENARIO_FIXTURES / "loose_scores_before_storage.jsonl")
     assert ingest_batch({"scores": scores}).errors == 0
-    listing = reader_client.get(reverse("scoring:scored_content_list")).content.decode()
+    listing = reader_client.get(reverse("memory:scored_content_list")).content.decode()
     assert listing.count('class="row-link"') == 2
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in listing and "<script>alert" not in listing
     content = ScorableContent.objects.get(value__startswith="loose text one")
-    html = reader_client.get(reverse("scoring:scored_content_detail", args=[content.pk])).content
+    html = reader_client.get(reverse("memory:scored_content_detail", args=[content.pk])).content
     text = html.decode()
     assert "⟨U+202E⟩" in text  # the bidi override is shown, not applied
     assert "loose rationale 0" in text and "loose rationale 1" in text
@@ -167,11 +166,11 @@ def test_scored_content_pages_cost_constant_queries(
         scores.append(score)
     assert ingest_batch({"scores": scores}).errors == 0
     with django_assert_num_queries(5):  # session, user, 2 permissions; one page
-        reader_client.get(reverse("scoring:scored_content_list"))
+        reader_client.get(reverse("memory:scored_content_list"))
     content = ScorableContent.objects.get(value="text 0")
     # session, user, 2 permissions; the content; its scores (+scorer dumps, reviewer).
     with django_assert_num_queries(6):
-        html = reader_client.get(reverse("scoring:scored_content_detail", args=[content.pk]))
+        html = reader_client.get(reverse("memory:scored_content_detail", args=[content.pk]))
     assert html.content.decode().count('<div class="score">') == (n + 1) // 2
 
 

@@ -18,11 +18,11 @@ from memory.models import (
     IdentifierDump,
     MessagePiece,
     PieceConverter,
+    Score,
 )
 from redteam.common.media import store_media_bytes
 from redteam.core.identity import ComponentIdentifier as CI
 from redteam.core.reassembly import INCONSISTENT_ROLES
-from scoring.models import Score
 from tests.memory import factories as f
 
 pytestmark = pytest.mark.django_db

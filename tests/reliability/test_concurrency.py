@@ -23,8 +23,7 @@ from typing import Any
 import pytest
 from django.db.models import Count
 
-from memory.models import Conversation, MessagePiece
-from scoring.models import Score
+from memory.models import Conversation, MessagePiece, Score
 from tests.reliability.conftest import ServedApp
 from tests.reliability.loadclient import ClientConfig, ClientReport, run_client
 from tests.reliability.payloads import Message, batch_body, make_corpus, scorer_template

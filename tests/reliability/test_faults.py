@@ -21,8 +21,7 @@ from typing import Any
 import pytest
 from django.db import connections
 
-from memory.models import Conversation, MessagePiece
-from scoring.models import Score
+from memory.models import Conversation, MessagePiece, Score
 from tests.reliability.conftest import STRING_LIMIT, ServedApp
 from tests.reliability.payloads import Message, batch_body, make_corpus, make_piece, scorer_template
 

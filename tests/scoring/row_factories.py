@@ -8,11 +8,10 @@ from datetime import datetime
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
-from memory.models import AttackResult, MessagePiece
+from memory.models import AttackResult, MessagePiece, Score
 from redteam.common.roles import READ_ONLY_GROUP, REVIEWER_GROUP
 from redteam.core.identity import ComponentIdentifier as CoreIdentifier
 from redteam.site.roles import ensure_roles
-from scoring.models import Score
 from tests.memory.row_factories import core_scorer, store_identifier
 
 PASSWORD = "pw-review-123"

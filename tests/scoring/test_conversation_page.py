@@ -225,7 +225,7 @@ def test_curators_can_promote_a_piece_to_a_seed(client: Client) -> None:
     html = _page(client, conv.pk)
     assert "Promote to seed" in html
     response = client.post(
-        reverse("seeds:promote_piece"),
+        reverse("memory:promote_piece"),
         {
             "piece_id": str(piece.id),
             "dataset_name": "jailbreak-finds",

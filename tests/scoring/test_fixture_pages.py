@@ -12,8 +12,8 @@ from django.urls import reverse
 
 from memory import services
 from memory.models import AttackResult, Conversation
+from memory.store_scores import store_scores
 from redteam.common.media import store_media_bytes
-from scoring.services import store_scores
 
 pytestmark = pytest.mark.django_db
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from memory.models import ScorableContent, Score
 from redteam.site.ingest import ingest_batch
 from redteam.site.pyrit_sqlite import import_pyrit_memory
-from scoring.models import ScorableContent, Score
 from tests.api.pyrit_fixtures import SCENARIO_FIXTURES, read_jsonl
 
 pytestmark = pytest.mark.django_db

@@ -14,11 +14,10 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from memory.models import AttackResult
+from memory.models import AttackResult, Score
 from redteam.common.models import AuditEvent
 from redteam.common.roles import REVIEWER_GROUP
 from redteam.site.roles import ensure_roles
-from scoring.models import Score
 from scoring.services import record_verdict
 from tests.memory.row_factories import make_attack_result, make_conversation
 

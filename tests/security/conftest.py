@@ -83,10 +83,16 @@ class Memory:
 @pytest.fixture
 def memory(db: None, fixtures_dir: Path) -> Memory:
     """PyRIT 1.1's real run, ingested through the services, plus one media blob."""
-    from memory.models import AttackResult, ComponentIdentifier, MessagePiece, ScenarioResult
+    from memory.models import (
+        AttackResult,
+        ComponentIdentifier,
+        MessagePiece,
+        ScenarioResult,
+        ScorableContent,
+        Score,
+    )
     from redteam.common.media import store_media_bytes
     from redteam.site.ingest import ingest_batch
-    from scoring.models import ScorableContent, Score
     from seeds.models import Seed, SeedDataset
 
     base = fixtures_dir / "pyrit-1.1"

@@ -49,7 +49,7 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "page_login": (D, D, D, D, A, A, A, A),
     # Review pages: a review role (reviewer or read-only) or a superuser; keys never log in.
     "page_read": (D, D, D, D, D, A, A, A),
-    # Recording a human verdict: reviewers (scoring.record_verdict) and superusers.
+    # Recording a human verdict: reviewers (memory.record_verdict) and superusers.
     "page_verdict": (D, D, D, D, D, D, A, A),
     # Promoting a piece into a seed dataset: seeds.add_seed (curators, superusers).
     "page_curate": (D, D, D, D, D, D, D, A),
@@ -92,15 +92,15 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     "seeds:dataset_list": ("page_read", "GET"),
     "seeds:dataset_detail": ("page_read", "GET"),
     "seeds:seed_preview": ("page_read", "GET"),
-    "seeds:promote_piece": ("page_curate", "POST"),
+    "memory:promote_piece": ("page_curate", "POST"),
     "memory:conversation_list": ("page_read", "GET"),
     "memory:identifier_diff": ("page_read", "GET"),
     "memory:identifier_detail": ("page_read", "GET"),
     "memory:media": ("page_read", "GET"),
     "memory:scenario_list": ("page_read", "GET"),
     "memory:scenario_detail": ("page_read", "GET"),
-    "scoring:scored_content_list": ("page_read", "GET"),
-    "scoring:scored_content_detail": ("page_read", "GET"),
+    "memory:scored_content_list": ("page_read", "GET"),
+    "memory:scored_content_detail": ("page_read", "GET"),
     "scoring:conversation_detail": ("page_read", "GET"),
     "scoring:attack_result_list": ("page_read", "GET"),
     "scoring:attack_result_detail": ("page_read", "GET"),

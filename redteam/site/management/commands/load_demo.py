@@ -46,7 +46,7 @@ FIXTURE_FILES = (
 
 
 def _stores() -> dict[str, Store]:
-    from scoring.services import store_scores
+    from memory.store_scores import store_scores
     from seeds.services import store_seeds
 
     return {

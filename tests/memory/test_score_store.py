@@ -1,4 +1,4 @@
-"""scoring.services.store_scores: PyRIT's Score rules in all three shapes, replays, conflicts."""
+"""memory.store_scores: PyRIT's Score rules in all three shapes, replays, conflicts."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from scoring.models import Score, ScoreSource
-from scoring.services import store_scores
+from memory.models import Score, ScoreSource
+from memory.store_scores import store_scores
 from tests.memory import factories as f
 
 pytestmark = pytest.mark.django_db

@@ -24,13 +24,21 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.export import export_conversation, export_piece, export_scenario_result
+from memory.export import (
+    export_attack_result,
+    export_conversation,
+    export_piece,
+    export_scenario_result,
+    export_score,
+    fits_013,
+    scores_by_prompt_id,
+)
 from memory.filters import (
     AttackResultFilterSet,
     MessagePieceFilterSet,
     ScenarioResultFilterSet,
 )
-from memory.models import AttackResult, Conversation, MessagePiece, ScenarioResult
+from memory.models import AttackResult, Conversation, MessagePiece, ScenarioResult, Score
 from memory.querysets import (
     attack_results_for_export,
     pieces_for_export,
@@ -44,8 +52,6 @@ from redteam.common.api_common import (
     row_shape,
 )
 from redteam.core.reassembly import reassemble_conversation
-from scoring.export import export_attack_result, export_score, fits_013, scores_by_prompt_id
-from scoring.models import Score
 
 
 class MessagePieceOut(serializers.Serializer):  # type: ignore[type-arg]

@@ -15,10 +15,10 @@ from drf_spectacular.utils import (
 from rest_framework import serializers
 from rest_framework.request import Request
 
+from memory.export import ScoreShape, export_score
+from memory.filters import ScoreFilterSet
+from memory.models import Score
 from redteam.common.api_common import STORED, ShapedReadViewSet, cursor_pagination, requested_shape
-from scoring.export import ScoreShape, export_score
-from scoring.filters import ScoreFilterSet
-from scoring.models import Score
 
 SCORE_SHAPES = ("1.x", "0.13", "entry")
 SCORE_SHAPE_PARAMETER = OpenApiParameter(

@@ -9,12 +9,12 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from memory.models import ScorableContent, Score
+from memory.presenters import ScoreView
 from redteam.common.pagination import BadCursor, request_page
 from redteam.common.roles import viewer_required
 from redteam.core.textview import display_text
 from redteam.core.trees import parse_dump
-from scoring.models import ScorableContent, Score
-from scoring.views import ScoreView
 
 MAX_SCORES_SHOWN = 200
 PREVIEW_CHARS = 300
@@ -32,14 +32,14 @@ def scored_content_list(request: HttpRequest) -> HttpResponse:
     except BadCursor as exc:
         # A link to the first page, as a 400.
         error = {"rows": [], "cursor_error": str(exc)}
-        return render(request, "scoring/scored_content_list.html", error, status=400)
+        return render(request, "memory/scored_content_list.html", error, status=400)
     rows = [{"c": c, "preview": display_text(c.value, limit=PREVIEW_CHARS)} for c in page.rows]
     context: dict[str, Any] = {
         "rows": rows,
         "next_cursor": page.next_cursor,
         "previous_cursor": page.previous_cursor,
     }
-    return render(request, "scoring/scored_content_list.html", context)
+    return render(request, "memory/scored_content_list.html", context)
 
 
 @require_GET
@@ -64,4 +64,4 @@ def scored_content_detail(request: HttpRequest, content_id: uuid.UUID) -> HttpRe
         "scores": views,
         "limit": MAX_SCORES_SHOWN,
     }
-    return render(request, "scoring/scored_content_detail.html", context)
+    return render(request, "memory/scored_content_detail.html", context)

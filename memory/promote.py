@@ -1,0 +1,44 @@
+"""Promote a reviewed conversation piece to a seed (prompt or objective) in a dataset.
+
+Memory sits above seeds: it reads the piece and hands its value to the seeds app, which
+keeps the dataset's rules (content-addressed groups, no duplicate standalone seed).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from memory.models import AttackResult, MessagePiece
+from seeds.models import SeedDataset
+from seeds.services import PromotedValue, PromoteResult, add_promoted_seed
+
+
+def promote_piece_to_seed(
+    *,
+    piece_id: uuid.UUID | str,
+    dataset: SeedDataset,
+    seed_type: str,
+    user: Any,
+    attack_result_id: uuid.UUID | str | None = None,
+) -> PromoteResult:
+    """Make a seed of a conversation piece's converted value, linked back to its source."""
+    piece = MessagePiece.objects.filter(id=piece_id).first()
+    if piece is None:
+        raise ValueError("No such conversation piece.")
+    if (
+        attack_result_id is not None
+        and not AttackResult.objects.filter(attack_result_id=attack_result_id).exists()
+    ):
+        raise ValueError("No such attack result.")
+    source = PromotedValue(
+        value=piece.converted_value,
+        value_sha256=piece.converted_value_sha256,
+        data_type=piece.converted_value_data_type,
+        role=piece.role,
+        harm_categories=list(piece.targeted_harm_categories or []),
+        media_id=piece.converted_media_id,
+        source_piece_id=piece.id,
+        source_attack_result_id=attack_result_id,
+    )
+    return add_promoted_seed(source=source, dataset=dataset, seed_type=seed_type, user=user)
