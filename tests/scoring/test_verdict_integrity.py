@@ -136,11 +136,11 @@ def staff_client(db: None) -> Client:
 def test_admin_refuses_to_delete_a_human_verdict(staff_client: Client) -> None:
     result = make_attack_result(make_conversation(2))
     verdict = _record(result, _reviewer(), uuid.uuid4())
-    url = reverse("admin:scoring_score_delete", args=[verdict.pk])
+    url = reverse("admin:memory_score_delete", args=[verdict.pk])
     assert staff_client.get(url).status_code == 403
     assert staff_client.post(url, {"post": "yes"}).status_code == 403
     bulk = staff_client.post(
-        reverse("admin:scoring_score_changelist"),
+        reverse("admin:memory_score_changelist"),
         {"action": "delete_selected", "_selected_action": [str(verdict.pk)], "post": "yes"},
     )
     assert bulk.status_code == 403
