@@ -7,7 +7,7 @@ ON CONFLICT changes nothing: a concurrent insert of the same id fails the batch 
 
 Django splits bulk inserts into statements of at most ``max_query_params`` parameters. Its
 SQLite backend assumes the historical 999, so a 200-piece batch would become seven INSERTs;
-the SQLite library actually loaded (3.32+) allows 32766, which redteam/dbutil.py reads once
+the SQLite library actually loaded (3.32+) allows 32766, which redteam/common/dbutil.py reads once
 per connection (Django 6 does the same). PostgreSQL has no such cap with client-side binding.
 """
 

@@ -6,7 +6,7 @@ Python ``isoformat()`` (``+00:00``, microseconds only when non-zero), as each li
 
 Exporting N rows costs a constant number of queries when the rows come from
 memory.querysets' ``*_for_export()`` querysets. Scores (which live in the scoring app) are
-attached by scoring/export.py; here a 0.13 piece gets the score dicts it is handed.
+attached by memory/export.py; here a 0.13 piece gets the score dicts it is handed.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ Validation follows what PyRIT would have produced (PYRIT-MODEL.md sections 1-6):
   explicit null, or ``""`` next to a non-empty original, is something PyRIT never serializes
   (its validator replaces falsy values), so it is rejected.
 * Strings may hold any character and JSON columns any float (NUL, NaN, +/-Infinity): the
-  model fields store them exactly (redteam/storedtext.py). Sizes, nesting and lone
-  surrogates are checked per item before parsing, by redteam/jsonguard.py.
+  model fields store them exactly (redteam/core/storedtext.py). Sizes, nesting and lone
+  surrogates are checked per item before parsing, by redteam/core/jsonguard.py.
 """
 
 from __future__ import annotations

@@ -167,7 +167,7 @@ def identifiers_for_list() -> QuerySet[ComponentIdentifier]:
     return ComponentIdentifier.objects.order_by("class_name", "hash")
 
 
-# --- export shapes (memory/export.py, scoring/export.py) -----------------------------------
+# --- export shapes (memory/export.py, memory/export.py) -----------------------------------
 
 
 def _converter_dumps() -> Prefetch:

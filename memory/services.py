@@ -5,7 +5,7 @@ constant number of queries whatever the batch size, and returns one ItemOutcome 
 item, in order. Same id + same content is "unchanged"; same id + different content is
 rejected with code "conflict". Contents are compared in canonical form (memory.parsing
 .canonical), so 1 and 1.0 differ while key order and timestamp spelling do not, and in PyRIT's
-memory round-trip form (redteam/roundtrip.py), so an object sent as an attack returned it and
+memory round-trip form (redteam/core/roundtrip.py), so an object sent as an attack returned it and
 again as PyRIT's memory reloads it is the same object.
 
 Conversation summary columns are maintained here, under a row lock (SELECT ... FOR UPDATE

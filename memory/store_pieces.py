@@ -44,7 +44,7 @@ PIECE_COMPARE_1X = (
     "role",
     "timestamp",
     *PIECE_VALUE_KEYS,
-    # Identifiers compare by content hash (redteam/roundtrip.py), not by dump text.
+    # Identifiers compare by content hash (redteam/core/roundtrip.py), not by dump text.
     "converter_identifiers",
 )
 # A 1.x item is a projection of a 0.13 one, so it is compared on the 1.x fields only.

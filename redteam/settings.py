@@ -208,7 +208,7 @@ REDTEAM_MAX_JSON_DEPTH: int = env.int("REDTEAM_MAX_JSON_DEPTH", default=64)
 
 REST_FRAMEWORK = {
     # API keys (Authorization: Bearer) first, so a missing key is answered with 401; browser
-    # users fall through to their session. See redteam/api_auth.py for the scope policy.
+    # users fall through to their session. See redteam/common/api_auth.py for the scope policy.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "redteam.common.api_auth.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",

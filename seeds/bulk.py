@@ -2,7 +2,7 @@
 
 Django's SQLite backend assumes the historical limit of 999 bound variables and splits bulk
 inserts accordingly (a 200-seed batch would be eight INSERTs); the SQLite library loaded here
-allows far more, so redteam/dbutil.py reads the real limit once per connection (shared with
+allows far more, so redteam/common/dbutil.py reads the real limit once per connection (shared with
 memory/bulk.py).
 Historical rows are written with simple_history's bulk helpers, so imports stay auditable.
 """

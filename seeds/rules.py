@@ -86,7 +86,7 @@ def simulated_range(seed: SeedLike) -> range:
 
 def check_json_value(value: Any, path: str) -> str | None:
     """A problem with a metadata-like value: non-string keys do not store (NaN and Infinity
-    do, as PyRIT stores them: see redteam/storedtext.py)."""
+    do, as PyRIT stores them: see redteam/core/storedtext.py)."""
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):

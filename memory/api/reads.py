@@ -1,7 +1,7 @@
 """Read API for rows that carry scores: message pieces, conversations' messages, attack results.
 
 Scores live in the scoring app (which depends on memory), so these views sit in the project
-package. Every row is produced by the export functions (memory/export.py, scoring/export.py),
+package. Every row is produced by the export functions (memory/export.py, memory/export.py),
 so what was ingested comes back equal, field by field, in the shape it was sent in.
 """
 

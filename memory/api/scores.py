@@ -1,4 +1,4 @@
-"""Read API for scores, in PyRIT's shapes (scoring/export.py)."""
+"""Read API for scores, in PyRIT's shapes (memory/export.py)."""
 
 from __future__ import annotations
 

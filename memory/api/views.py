@@ -1,7 +1,7 @@
 """Read API for memory rows that need nothing from other apps: conversations and identifiers.
 
 Pieces, the conversation detail and attack results carry scores (scoring app), so they live
-in redteam/api_reads.py, which may import every app.
+in memory/api/reads.py, which may import every app.
 """
 
 from __future__ import annotations

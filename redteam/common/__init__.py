@@ -1,0 +1,1 @@
+"""The Django building blocks every app shares (the Django app labelled `redteam`)."""

@@ -1,5 +1,5 @@
 """Audit API keys however they change (admin, create_api_key, shell): creation, revocation,
-deletion. Signals only record; they decide nothing (see redteam/audit.py for the actor)."""
+deletion. Signals only record; they decide nothing (see redteam/common/audit.py for the actor)."""
 
 from __future__ import annotations
 

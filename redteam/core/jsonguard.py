@@ -11,7 +11,7 @@ these two functions, so a value refused by one is refused by the other:
   configured limit, or an unpaired UTF-16 surrogate (not Unicode; PyRIT's own memory cannot
   store one either). The caller rejects that item alone; the rest of its batch goes on.
 
-NUL characters and non-finite floats are not problems: redteam/storedtext.py stores them.
+NUL characters and non-finite floats are not problems: redteam/core/storedtext.py stores them.
 No Django import.
 """
 

@@ -13,7 +13,7 @@ such value is stored in an escaped form and given back exactly when read:
   never produce (it only ever puts U+FDD0 or U+FDD1 after U+FDD0).
 
 Both noncharacters separate words in PostgreSQL's full-text parser, so the words either side
-of a NUL stay searchable. No Django import: the model fields in redteam/fields.py and the
+of a NUL stay searchable. No Django import: the model fields in redteam/common/fields.py and the
 bulk COPY path call these functions, and nothing else encodes or decodes.
 """
 

@@ -1,0 +1,1 @@
+"""Project wiring: the ingestion entry point, the API router, the site shell, role setup."""

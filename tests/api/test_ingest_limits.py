@@ -1,7 +1,7 @@
 """The ingest endpoint's envelope: body/JSON/shape checks, limits, 200/207, atomic mode.
 
 The per-kind services are replaced by a small fake that stores AuditEvent rows, so these tests
-pin down the orchestration (redteam/ingest.py, redteam/api.py) independently of the real
+pin down the orchestration (redteam/site/ingest.py, redteam/site/api.py) independently of the real
 services, which tests/api/test_ingest_roundtrip.py exercises end to end.
 """
 

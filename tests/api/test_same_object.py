@@ -3,7 +3,7 @@ memory reloads it is `unchanged` the second time, whichever came first; a real d
 still a `conflict`.
 
 The memory forms are the 1.1 fixture rows (PyRIT wrote them to its memory and read them
-back); the live forms undo what redteam/roundtrip.py lists: no descriptions on related
+back); the live forms undo what redteam/core/roundtrip.py lists: no descriptions on related
 conversations (and a score conversation PyRIT's memory drops), no eval_hash stamped on
 identifiers, another pyrit_version, full tracebacks, seeds' empty lists and unpersisted flags.
 """

@@ -4,7 +4,7 @@ The default output is PyRIT 0.13's `export_conversations` file: an indented JSON
 `MessagePiece.to_dict()` (scores included), in PyRIT's memory order. `--shape 1.x` writes
 `model_dump(mode="json")` dicts instead. `--run` writes the whole run the filters select
 (conversations, pieces, scores, attack results, scenario results, seeds) as one 1.x ingest payload
-(redteam/run_export.py).
+(redteam/site/run_export.py).
 """
 
 from __future__ import annotations
