@@ -16,14 +16,14 @@ from django.http import Http404
 from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
-    inline_serializer,
 )
-from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memory.api.schema import AttackResultOut, MessagePieceOut, ScenarioResultOut
+from memory.api.schema import ConversationMessages as _CONVERSATION_MESSAGES
 from memory.export import (
     export_attack_result,
     export_conversation,
@@ -52,52 +52,6 @@ from redteam.common.api_common import (
     row_shape,
 )
 from redteam.core.reassembly import reassemble_conversation
-
-
-class MessagePieceOut(serializers.Serializer):  # type: ignore[type-arg]
-    """Documents the output: a PyRIT MessagePiece dict (1.x or 0.13 keys, see `shape`)."""
-
-    id = serializers.UUIDField()
-    role = serializers.CharField()
-    conversation_id = serializers.CharField()
-    sequence = serializers.IntegerField()
-    timestamp = serializers.CharField()
-    original_value = serializers.CharField()
-    converted_value = serializers.CharField()
-    converter_identifiers = serializers.ListField(child=serializers.DictField())
-
-
-class AttackResultOut(serializers.Serializer):  # type: ignore[type-arg]
-    """Documents the output: a PyRIT AttackResult dict."""
-
-    attack_result_id = serializers.UUIDField()
-    conversation_id = serializers.CharField()
-    objective = serializers.CharField()
-    outcome = serializers.CharField()
-    last_response = serializers.DictField(allow_null=True)
-    last_score = serializers.DictField(allow_null=True)
-
-
-_CONVERSATION_MESSAGES = inline_serializer(
-    "ConversationMessages",
-    {
-        "conversation_id": serializers.CharField(),
-        "target_identifier": serializers.DictField(allow_null=True),
-        "retries": serializers.ListField(child=serializers.DictField()),
-        "messages": inline_serializer(
-            "ConversationMessage",
-            {
-                "sequence": serializers.IntegerField(),
-                "role": serializers.CharField(),
-                "pieces": serializers.ListField(
-                    child=serializers.DictField(),
-                    help_text="PyRIT piece dicts, each with a `scores` list.",
-                ),
-            },
-            many=True,
-        ),
-    },
-)
 
 
 def _scores_for(pieces: Sequence[MessagePiece]) -> dict[uuid.UUID, list[Score]]:
@@ -268,24 +222,6 @@ class AttackResultViewSet(ShapedReadViewSet):
     def export_rows(self, rows: Sequence[Any], shape: str) -> list[dict[str, Any]]:
         """Each result in its shape."""
         return export_results_page(rows, shape)
-
-
-class ScenarioResultOut(serializers.Serializer):  # type: ignore[type-arg]
-    """Documents the output: a PyRIT 1.x ScenarioResult dict (or a 0.13 table row)."""
-
-    id = serializers.UUIDField()
-    scenario_identifier = serializers.DictField(allow_null=True)
-    scenario_description = serializers.CharField(allow_null=True)
-    attack_results = serializers.DictField(
-        child=serializers.ListField(child=serializers.DictField()),
-        help_text="Attack result dicts by atomic attack name.",
-    )
-    scenario_run_state = serializers.CharField()
-    labels = serializers.DictField()
-    creation_time = serializers.CharField(allow_null=True)
-    completion_time = serializers.CharField(allow_null=True)
-    scenario_name = serializers.CharField()
-    scenario_version = serializers.IntegerField()
 
 
 # A page of scenarios embeds every attack result they name; fewer scenarios per page, and a

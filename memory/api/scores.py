@@ -12,9 +12,9 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import serializers
 from rest_framework.request import Request
 
+from memory.api.schema import ScoreOut
 from memory.export import ScoreShape, export_score
 from memory.filters import ScoreFilterSet
 from memory.models import Score
@@ -30,17 +30,6 @@ SCORE_SHAPE_PARAMETER = OpenApiParameter(
         "(default: the shape each score arrived in)."
     ),
 )
-
-
-class ScoreOut(serializers.Serializer):  # type: ignore[type-arg]
-    """Documents the output: a PyRIT Score dict (see `shape`)."""
-
-    id = serializers.UUIDField()
-    score_value = serializers.CharField(allow_null=True)
-    score_type = serializers.CharField()
-    scorer_class_identifier = serializers.DictField(allow_null=True)
-    message_piece_id = serializers.CharField(allow_null=True)
-    timestamp = serializers.CharField()
 
 
 def score_shape(requested: str, score: Score) -> ScoreShape:

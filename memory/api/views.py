@@ -10,66 +10,19 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.http import Http404
-from drf_spectacular.utils import extend_schema, extend_schema_view, inline_serializer
-from rest_framework import mixins, serializers, viewsets
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import mixins, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memory.api.schema import ComponentIdentifierTree as _IDENTIFIER_TREE
+from memory.api.schema import ConversationOut, IdentifierOut
 from memory.export import export_conversation
 from memory.filters import HASH_RE, ConversationFilterSet, IdentifierFilterSet
 from memory.models import ComponentIdentifier, Conversation
 from memory.querysets import identifier_tree
 from redteam.common.api_common import cursor_pagination
 from redteam.core.trees import MAX_TREE_CHARS, MAX_TREE_DEPTH, MAX_TREE_NODES
-
-
-class ConversationOut(serializers.Serializer):  # type: ignore[type-arg]
-    """Documents the output: a PyRIT 1.x Conversation dict."""
-
-    conversation_id = serializers.CharField()
-    target_identifier = serializers.DictField(allow_null=True)
-    retries = serializers.ListField(child=serializers.DictField())
-
-
-class IdentifierOut(serializers.Serializer):  # type: ignore[type-arg]
-    """Documents the output: one identifier row (children as hashes)."""
-
-    hash = serializers.CharField()
-    class_name = serializers.CharField()
-    class_module = serializers.CharField()
-    params = serializers.DictField()
-    children = serializers.DictField()
-    attributes = serializers.DictField()
-    pyrit_version = serializers.CharField(allow_null=True)
-    eval_hash = serializers.CharField(allow_null=True)
-    hash_is_stored = serializers.BooleanField()
-
-
-_IDENTIFIER_TREE = inline_serializer(
-    "ComponentIdentifierTree",
-    {
-        "hash": serializers.CharField(),
-        "class_name": serializers.CharField(),
-        "eval_hash": serializers.CharField(allow_null=True),
-        "tree": serializers.DictField(
-            help_text=(
-                "PyRIT's flat nested form, rebuilt from rows. A child not expanded is "
-                '{"hash": ..., "__tree__": "missing" | "cycle" | "truncated"}.'
-            )
-        ),
-        "missing": serializers.ListField(
-            child=serializers.CharField(), help_text="Child hashes named but not stored."
-        ),
-        "cycles": serializers.ListField(
-            child=serializers.CharField(), help_text="Hashes that are their own ancestor."
-        ),
-        "truncated": serializers.BooleanField(
-            help_text="True when the depth or node budget cut the tree (see tree_budget)."
-        ),
-        "node_count": serializers.IntegerField(),
-        "tree_budget": serializers.DictField(child=serializers.IntegerField()),
-    },
-)
 
 
 @extend_schema_view(

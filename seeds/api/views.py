@@ -14,11 +14,11 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 
 from redteam.common.api_common import ShapedReadViewSet, cursor_pagination
+from seeds.api.schema import SeedOut
 from seeds.filters import SeedFilterSet
 from seeds.models import Seed
 from seeds.parsing import LONE_SEED_GROUP_NAMESPACE
@@ -68,16 +68,6 @@ SEED_SHAPE_PARAMETER = OpenApiParameter(
     enum=["1.x", "0.13"],
     description="`1.x` (model_dump(mode='json'), default) or `0.13` (the dataclass fields).",
 )
-
-
-class SeedOut(serializers.Serializer):  # type: ignore[type-arg]
-    """Documents the output: a PyRIT seed dict (see `shape`)."""
-
-    id = serializers.UUIDField()
-    value = serializers.CharField()
-    seed_type = serializers.CharField()
-    dataset_name = serializers.CharField(allow_null=True)
-    prompt_group_id = serializers.UUIDField(allow_null=True)
 
 
 def _timestamp(value: datetime | None, shape: str) -> str | None:
