@@ -8,6 +8,7 @@ so a CI failure replays locally.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from pathlib import Path
@@ -25,6 +26,8 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from redteam.common.models import ApiKey
 from redteam.wsgi import application
+from tests.api.pyrit_fixtures import LINES, fixture_payload, scenario_rows
+from tests.api.test_scenario_results import LEGACY_ROW
 from tests.reliability.payloads import batch_body, make_corpus, scorer_template
 
 pytestmark = [pytest.mark.reliability, pytest.mark.django_db]
@@ -44,17 +47,22 @@ def fuzz_key(db: None) -> str:
 
 @pytest.fixture
 def seeded(fuzz_key: str, fixtures_dir: Path) -> None:
-    """Some stored memory, so list/detail reads have rows to serialize and paginate."""
+    """Stored memory of every kind, in both PyRIT shapes, so list/detail reads have rows to
+    serialize and paginate and every answer's whole contract is checked."""
     from django.test import Client
 
     corpus = make_corpus(scorer_template(fixtures_dir), conversations=3, turns=4, seed=7)
-    response = Client().post(
-        "/api/v1/ingest/",
-        batch_body(corpus),
-        content_type="application/json",
-        HTTP_AUTHORIZATION=f"Bearer {fuzz_key}",
-    )
-    assert response.status_code == 200, response.content
+    bodies = [batch_body(corpus)]
+    bodies += [json.dumps(fixture_payload(fixtures_dir, line)).encode() for line in LINES]
+    bodies.append(json.dumps({"scenario_results": [*scenario_rows(), LEGACY_ROW]}).encode())
+    for body in bodies:
+        response = Client().post(
+            "/api/v1/ingest/",
+            body,
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {fuzz_key}",
+        )
+        assert response.status_code == 200, response.content
 
 
 @pytest.fixture
