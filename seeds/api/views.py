@@ -18,50 +18,11 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 
 from redteam.common.api_common import ShapedReadViewSet, cursor_pagination
-from seeds.api.schema import SeedOut
+from seeds.api.schema import SEED_KEYS_013, SEED_KEYS_1X, SeedOut
 from seeds.filters import SeedFilterSet
 from seeds.models import Seed
 from seeds.parsing import LONE_SEED_GROUP_NAMESPACE
-from seeds.yaml_loader import SEED_BASE_KEYS
 
-BASE_KEYS = SEED_BASE_KEYS
-KEYS_1X: dict[str, tuple[str, ...]] = {
-    "objective": (*BASE_KEYS, "data_type", "seed_type"),
-    "prompt": (
-        *BASE_KEYS,
-        "data_type",
-        "seed_type",
-        "response_json_schema",
-        "role",
-        "sequence",
-        "parameters",
-    ),
-    "simulated_conversation": (
-        *BASE_KEYS,
-        "data_type",
-        "seed_type",
-        "num_turns",
-        "sequence",
-        "adversarial_chat_system_prompt_path",
-        "simulated_target_system_prompt_path",
-        "next_message_system_prompt_path",
-        "pyrit_version",
-    ),
-}
-# 0.13 seeds were dataclasses: no seed_type, objectives without data_type.
-KEYS_013: dict[str, tuple[str, ...]] = {
-    "objective": BASE_KEYS,
-    "prompt": (*BASE_KEYS, "data_type", "role", "sequence", "parameters"),
-    "simulated_conversation": (
-        *BASE_KEYS,
-        "data_type",
-        "num_turns",
-        "sequence",
-        "adversarial_chat_system_prompt_path",
-        "simulated_target_system_prompt_path",
-        "next_message_system_prompt_path",
-    ),
-}
 SEED_SHAPE_PARAMETER = OpenApiParameter(
     "shape",
     OpenApiTypes.STR,
@@ -117,7 +78,9 @@ def export_seed(seed: Seed, shape: str = "1.x") -> dict[str, Any]:
         "next_message_system_prompt_path": seed.next_message_system_prompt_path,
         "pyrit_version": seed.pyrit_version,
     }
-    keys = (KEYS_013 if shape == "0.13" else KEYS_1X).get(seed.seed_type, KEYS_1X["prompt"])
+    keys = (SEED_KEYS_013 if shape == "0.13" else SEED_KEYS_1X).get(
+        seed.seed_type, SEED_KEYS_1X["prompt"]
+    )
     return {key: values[key] for key in keys}
 
 

@@ -51,7 +51,7 @@ from redteam.client import path_id
 from redteam.site.demo import build_demo_data, iter_demo_kinds
 from scoring.services import record_verdict
 from seeds.api.schema import SEED_CLASSES, SEED_KEYS_013, SEED_KEYS_1X
-from seeds.api.views import KEYS_013, KEYS_1X, export_seed
+from seeds.api.views import export_seed
 from seeds.models import Seed
 from tests.api.pyrit_fixtures import (
     LINES,
@@ -447,11 +447,10 @@ def test_each_closed_shape_lists_exactly_the_keys_export_writes_in_pyrit_order(
         "RetryEvent": RETRY_EVENT_KEYS,
     }
     for seed_type, cls in SEED_CLASSES.items():
-        expected[f"{cls}1x"] = KEYS_1X[seed_type]
-        expected[f"{cls}013"] = KEYS_013[seed_type]
+        expected[f"{cls}1x"] = SEED_KEYS_1X[seed_type]
+        expected[f"{cls}013"] = SEED_KEYS_013[seed_type]
     for name, keys in expected.items():
         assert _keys(schema, name) == list(keys), name
-    assert SEED_KEYS_1X == KEYS_1X and SEED_KEYS_013 == KEYS_013
     # A retry event is stored as sent, so none of its keys is required.
     assert "required" not in schema.components["RetryEvent"]
 
