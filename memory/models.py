@@ -28,6 +28,7 @@ from redteam.common.choices import (
 )
 from redteam.common.fields import ExactCharField, ExactForeignKey, ExactJSONField, ExactTextField
 from redteam.common.models import MediaBlob
+from redteam.core.digests import SHA256_ANCHORED
 from redteam.core.enums import (
     ATTACK_OUTCOMES,
     CHAT_MESSAGE_ROLES,
@@ -39,8 +40,6 @@ from redteam.core.enums import (
     SCORE_TYPES,
 )
 from redteam.core.textview import MAX_METADATA_CHARS, visible_json
-
-HEX64 = r"^[0-9a-f]{64}$"
 
 
 def _in(field: str, values: tuple[str, ...]) -> models.Q:
@@ -73,7 +72,7 @@ class ComponentIdentifier(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(hash__regex=HEX64), name="identifier_hash_hex"
+                condition=models.Q(hash__regex=SHA256_ANCHORED), name="identifier_hash_hex"
             ),
         ]
         indexes = [models.Index(fields=["class_name", "hash"], name="identifier_class_idx")]

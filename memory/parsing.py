@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from redteam.core.digests import is_sha256
 from redteam.core.identity import ComponentIdentifier
 from redteam.core.outcomes import FieldError
 
@@ -45,7 +45,6 @@ __all__ = [
     "raw_id",
 ]
 
-HEX64: Final = re.compile(r"^[0-9a-f]{64}$")
 INT32: Final = (-(2**31), 2**31 - 1)
 INT64: Final = (-(2**63), 2**63 - 1)
 MAX_ID_LENGTH: Final = 255
@@ -288,7 +287,7 @@ def _parse_timestamp(value: Any, reader: _Reader, key: str) -> datetime | None:
 
 def _sha256_field(reader: _Reader, key: str) -> Any:
     value = reader.string(key)
-    if isinstance(value, str) and not HEX64.match(value):
+    if isinstance(value, str) and not is_sha256(value):
         reader.error(key, "Must be 64 lowercase hex characters (a SHA-256 digest) or null.")
         return None
     return value
@@ -339,7 +338,7 @@ def _check_identifier_structure(value: Any, legacy: bool, depth: int = 0) -> str
             return f"'{key}' must be a string of at most {limit} characters"
     for key in ("eval_hash",) + (("hash",) if legacy else ()):
         v = value.get(key)
-        if v is not None and v != "" and (not isinstance(v, str) or not HEX64.match(v)):
+        if v is not None and v != "" and not is_sha256(v):
             return f"'{key}' must be 64 lowercase hex characters"
     v = value.get("pyrit_version")
     if v is not None and (not isinstance(v, str) or len(v) > 32):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
+import redteam.common.idpath  # noqa: F401  (registers the sha256 converter)
 from memory import content_views, scenario_views, views
 
 app_name = "memory"
@@ -11,8 +12,8 @@ app_name = "memory"
 urlpatterns = [
     path("conversations/", views.conversation_list, name="conversation_list"),
     path("identifiers/diff/", views.identifier_diff, name="identifier_diff"),
-    path("identifiers/<str:hash>/", views.identifier_detail, name="identifier_detail"),
-    path("media/<str:sha256>/", views.media, name="media"),
+    path("identifiers/<sha256:hash>/", views.identifier_detail, name="identifier_detail"),
+    path("media/<sha256:sha256>/", views.media, name="media"),
     path("pieces/promote/", views.promote_piece, name="promote_piece"),
     path("scenarios/", scenario_views.scenario_list, name="scenario_list"),
     path("scenarios/<uuid:scenario_id>/", scenario_views.scenario_detail, name="scenario_detail"),

@@ -11,17 +11,16 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
-from django.core.files.storage import default_storage
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from memory.filters import HASH_RE, ConversationFilterSet
+from memory.filters import ConversationFilterSet
 from memory.models import (
     AttackResult,
     ComponentIdentifier,
@@ -33,10 +32,10 @@ from memory.models import (
 )
 from memory.promote import promote_piece_to_seed
 from memory.querysets import conversations_for_list, identifier_tree, identifier_trees
-from redteam.common.media import INLINE_CONTENT_TYPES, SHA256_RE
-from redteam.common.models import MediaBlob
+from redteam.common.media import media_response
 from redteam.common.pagination import filtered_list_page
 from redteam.common.roles import viewer_required
+from redteam.core.digests import SHA256_PATTERN, is_sha256
 from redteam.core.enums import ATTACK_OUTCOMES, PROMPT_DATA_TYPES
 from redteam.core.trees import diff_dumps, json_text, tree_from_dump
 from redteam.core.visible import visible_text
@@ -48,11 +47,6 @@ MAX_USES = 20
 
 # Filters that take repeated values in the URL; the form shows one input per value.
 REPEATED_FILTERS = ("label", "converter", "harm_category")
-
-
-def is_inline_media(content_type: str) -> bool:
-    """True when the sniffed content type may be shown inline by the browser."""
-    return content_type in INLINE_CONTENT_TYPES
 
 
 def class_name_suggestions() -> list[str]:
@@ -103,8 +97,6 @@ def _first_dump(identifier: ComponentIdentifier) -> IdentifierDump | None:
 @viewer_required
 def identifier_detail(request: HttpRequest, hash: str) -> HttpResponse:
     """One identifier: its tree, hashes, parents and the rows that use it (first few each)."""
-    if not HASH_RE.match(hash):
-        raise Http404("Not an identifier hash.")
     identifier = get_object_or_404(ComponentIdentifier, hash=hash)
     dumps = list(
         IdentifierDump.objects.filter(identifier=identifier)
@@ -160,6 +152,7 @@ def identifier_detail(request: HttpRequest, hash: str) -> HttpResponse:
             .order_by("id")[:MAX_USES]
         ),
         "max_uses": MAX_USES,
+        "sha256_pattern": SHA256_PATTERN,
     }
     return render(request, "memory/identifier_detail.html", context)
 
@@ -170,10 +163,14 @@ def identifier_diff(request: HttpRequest) -> HttpResponse:
     """Compare two identifiers (?a=<hash>&b=<hash>): every differing param, by path."""
     a_hash = request.GET.get("a", "").strip()
     b_hash = request.GET.get("b", "").strip()
-    context: dict[str, Any] = {"a_hash": a_hash, "b_hash": b_hash}
+    context: dict[str, Any] = {
+        "a_hash": a_hash,
+        "b_hash": b_hash,
+        "sha256_pattern": SHA256_PATTERN,
+    }
     if not a_hash and not b_hash:
         return render(request, "memory/identifier_diff.html", context)
-    if not (HASH_RE.match(a_hash) and HASH_RE.match(b_hash)):
+    if not (is_sha256(a_hash) and is_sha256(b_hash)):
         context["error"] = "Give two identifier hashes (64 lowercase hex characters)."
         return render(request, "memory/identifier_diff.html", context, status=400)
     found = {i.hash: i for i in ComponentIdentifier.objects.filter(hash__in=[a_hash, b_hash])}
@@ -198,28 +195,7 @@ def identifier_diff(request: HttpRequest) -> HttpResponse:
 @viewer_required
 def media(request: HttpRequest, sha256: str) -> HttpResponseBase:
     """Uploaded media bytes by sha256, inline only for safe image/audio/video types."""
-    if not SHA256_RE.match(sha256):
-        raise Http404("Not a sha256.")
-    blob = get_object_or_404(MediaBlob, sha256=sha256)
-    try:
-        handle = default_storage.open(blob.storage_name, "rb")
-    except FileNotFoundError as exc:
-        raise Http404("Media bytes are missing from storage.") from exc
-    content_type = (blob.content_type or "").lower()
-    inline = is_inline_media(content_type)
-    response = FileResponse(
-        handle,
-        content_type=content_type if inline else "application/octet-stream",
-        as_attachment=not inline,
-        filename=sha256,
-    )
-    response["X-Content-Type-Options"] = "nosniff"
-    # Even if a browser were tricked into rendering these bytes as a document, it gets no
-    # script, no plugins and a unique origin.
-    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
-    response["Cache-Control"] = "private, max-age=31536000, immutable"
-    response["Cross-Origin-Resource-Policy"] = "same-origin"
-    return response
+    return media_response(sha256)
 
 
 @login_required

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-import redteam.common.idpath  # noqa: F401  (registers the storedid converter)
+import redteam.common.idpath  # noqa: F401  (registers the storedid and sha256 converters)
 from scoring import views
 
 app_name = "scoring"
@@ -26,7 +26,7 @@ urlpatterns = [
         views.verdict,
         name="verdict",
     ),
-    path("objectives/<str:objective_sha256>/", views.objective_detail, name="objective_detail"),
+    path("objectives/<sha256:objective_sha256>/", views.objective_detail, name="objective_detail"),
     path("review/", views.review_queue, name="review_queue"),
     path("dashboard/", views.dashboard, name="dashboard"),
 ]

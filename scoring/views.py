@@ -445,8 +445,6 @@ def objective_detail(request: HttpRequest, objective_sha256: str) -> HttpRespons
     """Every attempt at one objective (same objective_sha256), side by side."""
     # Queries: session, user, permissions (2); attempts (+last response, identifier);
     # their scores (verdicts and last scores).
-    if len(objective_sha256) != 64 or any(c not in "0123456789abcdef" for c in objective_sha256):
-        raise Http404("Not an objective hash.")
     results = list(
         AttackResult.objects.filter(objective_sha256=objective_sha256)
         .select_related("last_response", "atomic_attack_identifier")

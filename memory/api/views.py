@@ -18,10 +18,11 @@ from rest_framework.response import Response
 from memory.api.schema import ComponentIdentifierTree as _IDENTIFIER_TREE
 from memory.api.schema import ConversationOut, IdentifierOut
 from memory.export import export_conversation
-from memory.filters import HASH_RE, ConversationFilterSet, IdentifierFilterSet
+from memory.filters import ConversationFilterSet, IdentifierFilterSet
 from memory.models import ComponentIdentifier, Conversation
 from memory.querysets import identifier_tree
 from redteam.common.api_common import cursor_pagination
+from redteam.core.digests import SHA256_PATTERN
 from redteam.core.trees import MAX_TREE_CHARS, MAX_TREE_DEPTH, MAX_TREE_NODES
 
 
@@ -79,7 +80,7 @@ class IdentifierViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     serializer_class = IdentifierOut
     pagination_class = cursor_pagination("-first_seen_at", "-hash")
     lookup_field = "hash"
-    lookup_value_regex = "[0-9a-f]{64}"
+    lookup_value_regex = SHA256_PATTERN
 
     def get_queryset(self) -> QuerySet[ComponentIdentifier]:
         """All identifier rows."""
@@ -94,10 +95,7 @@ class IdentifierViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """The row plus its tree rebuilt from child rows (1 query + 1 per tree level, at most
         MAX_TREE_DEPTH), budgeted like every tree (redteam.core.trees)."""
-        digest = str(kwargs.get("hash", ""))
-        if not HASH_RE.match(digest):
-            raise Http404
-        root = ComponentIdentifier.objects.filter(hash=digest).first()
+        root = ComponentIdentifier.objects.filter(hash=str(kwargs.get("hash", ""))).first()
         if root is None:
             raise Http404
         rebuilt = identifier_tree(root)

@@ -6,6 +6,9 @@ hold ``/``, ``.``, ``..``, ``?``, ``#``, ``%``, spaces or a newline. An id made 
 written ``~`` + unpadded base64url of its UTF-8 bytes, which a browser can neither normalise
 (``..``) nor split (``/``, ``?``, ``#``). The one converter serves every page and API route
 that takes an id, so ``{% url %}`` and ``reverse`` never fail on a stored row.
+
+The ``sha256`` converter takes a digest (64 lowercase hex characters, redteam.core.digests):
+identifier hashes, media, objectives. Anything else never reaches a view; it is a 404.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from django.urls import register_converter
 from redteam.client import ENCODED_PATH_ID_PREFIX as ENCODED_PREFIX
 from redteam.client import PLAIN_PATH_ID_RE as _PLAIN_RE
 from redteam.client import path_id as encode_id
+from redteam.core.digests import SHA256_PATTERN
 
 
 def decode_id(segment: str) -> str:
@@ -54,3 +58,20 @@ class StoredIdConverter:
 
 
 register_converter(StoredIdConverter, "storedid")
+
+
+class Sha256Converter:
+    """Django path converter for sha256 digests (see the module docstring)."""
+
+    regex = SHA256_PATTERN
+
+    def to_python(self, value: str) -> str:
+        """The digest, as matched."""
+        return value
+
+    def to_url(self, value: object) -> str:
+        """The digest's path segment (reverse refuses anything that is not a digest)."""
+        return str(value)
+
+
+register_converter(Sha256Converter, "sha256")

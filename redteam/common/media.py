@@ -4,32 +4,33 @@ The storage name is derived from the sha256 only (``blobs/ab/cd/<sha256>``), nev
 client's file name or path, and the content type is sniffed from the bytes' magic numbers,
 never taken from the client. Linking pieces or seeds to a blob is the caller's job
 (memory.services.link_media, seeds.services.link_media), so this module depends on no app.
+``media_response`` is the one way stored bytes are served, by the pages and the API alike.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any
 
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
+from django.http import FileResponse, Http404
 
 from redteam.common.models import MediaBlob
 
 __all__ = [
     "INLINE_CONTENT_TYPES",
-    "SHA256_RE",
     "MediaTooLarge",
     "blob_storage_name",
+    "is_inline_media",
+    "media_response",
     "sniff_content_type",
     "store_media_bytes",
 ]
 
 OCTET_STREAM = "application/octet-stream"
-SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 # Served inline from our origin: formats browsers render as pixels or sound only. Everything else
 # (SVG, HTML, XML, PDF, unknown) is sent as an attachment so it can never run script on our origin.
 INLINE_CONTENT_TYPES = frozenset(
@@ -90,6 +91,43 @@ def sniff_content_type(data: bytes) -> str:
         if data[offset : offset + len(magic)] == magic:
             return content_type
     return OCTET_STREAM
+
+
+def is_inline_media(content_type: str) -> bool:
+    """True when a browser may show bytes of this sniffed type inline (pixels or sound only)."""
+    return content_type.lower() in INLINE_CONTENT_TYPES
+
+
+def media_response(sha256: str) -> FileResponse:
+    """The stored bytes of `sha256`, served so they can never run on our origin.
+
+    Inline only for the types of INLINE_CONTENT_TYPES; anything else is an attachment typed
+    ``application/octet-stream`` whatever was sniffed. Always ``nosniff``, a sandboxing
+    Content-Security-Policy and a same-origin Cross-Origin-Resource-Policy. Http404 when no
+    blob has this digest or its bytes are missing from storage.
+    """
+    blob = MediaBlob.objects.filter(sha256=sha256).first()
+    if blob is None or not default_storage.exists(blob.storage_name):
+        raise Http404("No stored media with this sha256.")
+    try:
+        handle = default_storage.open(blob.storage_name, "rb")
+    except FileNotFoundError as exc:
+        raise Http404("Media bytes are missing from storage.") from exc
+    content_type = (blob.content_type or "").lower()
+    inline = is_inline_media(content_type)
+    response = FileResponse(
+        handle,
+        content_type=content_type if inline else OCTET_STREAM,
+        as_attachment=not inline,
+        filename=blob.sha256,
+    )
+    response["X-Content-Type-Options"] = "nosniff"
+    # Even if a browser were tricked into rendering these bytes as a document, it gets no
+    # script, no plugins and a unique origin; other sites may not embed them.
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    response["Cache-Control"] = "private, max-age=31536000, immutable"
+    response["Cross-Origin-Resource-Policy"] = "same-origin"
+    return response
 
 
 def blob_storage_name(sha256: str) -> str:

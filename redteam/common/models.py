@@ -9,6 +9,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from rest_framework_api_key.models import AbstractAPIKey, APIKeyManager
 
+from redteam.core.digests import SHA256_ANCHORED
+
 
 class MediaBlob(models.Model):
     """Bytes of an image/audio/video/binary value, stored once, addressed by their sha256."""
@@ -28,7 +30,7 @@ class MediaBlob(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(sha256__regex=r"^[0-9a-f]{64}$"), name="mediablob_sha256_hex"
+                condition=models.Q(sha256__regex=SHA256_ANCHORED), name="mediablob_sha256_hex"
             ),
             models.CheckConstraint(condition=models.Q(size__gte=0), name="mediablob_size_gte_0"),
         ]

@@ -8,11 +8,11 @@ anything that is not the expected shape is shown as a param rather than trusted.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from redteam.core.digests import is_sha256
 from redteam.core.textview import visible_json, visible_text
 
 # Keys of the flat shape that are structure, not params.
@@ -39,7 +39,6 @@ MAX_DIFFERENCES = 500
 # can collide with it): "missing" (no stored row), "cycle" (an ancestor of itself),
 # "truncated" (over the depth or node budget).
 MARKER_KEY = "__tree__"
-HEX64_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
 def json_text(value: Any, limit: int | None = MAX_PARAM_CHARS) -> str:
@@ -213,7 +212,7 @@ class TreeNode:
     @property
     def link_hash(self) -> str | None:
         """The hash to link to: only a well-formed one (a hostile dump may hold anything)."""
-        return self.hash if HEX64_RE.match(self.hash) else None
+        return self.hash if is_sha256(self.hash) else None
 
 
 def _str_or_none(value: Any) -> str | None:

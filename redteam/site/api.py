@@ -13,8 +13,7 @@ import uuid
 from typing import Any
 
 from django.conf import settings
-from django.core.files.storage import default_storage
-from django.http import FileResponse, Http404, HttpRequest
+from django.http import FileResponse, HttpRequest
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -28,8 +27,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from redteam.common.api_auth import HasIngestScope, HasReadScope
-from redteam.common.media import INLINE_CONTENT_TYPES, SHA256_RE
+from redteam.common.media import media_response
 from redteam.common.models import MediaBlob
+from redteam.core.digests import is_sha256
 from redteam.core.jsonguard import parse_json
 from redteam.site.ingest import (
     INGEST_KINDS,
@@ -399,7 +399,7 @@ class MediaMissingView(APIView):
         hashes = request.data.get("sha256") if isinstance(request.data, dict) else None
         if not isinstance(hashes, list) or len(hashes) > MAX_MISSING_QUERY:
             return _problem(f"Send {{'sha256': [up to {MAX_MISSING_QUERY} hex digests]}}.", 400)
-        bad = [h for h in hashes if not isinstance(h, str) or not SHA256_RE.match(h)]
+        bad = [h for h in hashes if not is_sha256(h)]
         if bad:
             return _problem("Every sha256 must be 64 lowercase hex characters.", 400)
         present = set(MediaBlob.objects.filter(sha256__in=hashes).values_list("sha256", flat=True))
@@ -417,30 +417,12 @@ class MediaDetailView(APIView):
         summary="Download media bytes",
         description=(
             "Bytes of a stored blob. Images, audio and video of common formats are served "
-            "inline; anything else (SVG, HTML, unknown) as an attachment. Always with "
-            "`X-Content-Type-Options: nosniff` and a sandboxing Content-Security-Policy."
+            "inline; anything else (SVG, HTML, unknown) as an `application/octet-stream` "
+            "attachment. Always with `X-Content-Type-Options: nosniff`, a sandboxing "
+            "Content-Security-Policy and `Cross-Origin-Resource-Policy: same-origin`."
         ),
         responses={(200, "application/octet-stream"): OpenApiTypes.BINARY, 404: _DETAIL},
     )
     def get(self, request: Request, sha256: str) -> FileResponse:
-        """Stream the blob; 404 for unknown (or malformed) digests."""
-        if not SHA256_RE.match(sha256):  # the URL pattern already restricts it; belt and braces
-            raise Http404
-        blob = MediaBlob.objects.filter(sha256=sha256).first()
-        if blob is None or not default_storage.exists(blob.storage_name):
-            raise Http404
-        content_type = (blob.content_type or "application/octet-stream").lower()
-        # The stored type was sniffed from the bytes on upload; anything not plainly inert is
-        # downloaded rather than rendered.
-        inline = content_type in INLINE_CONTENT_TYPES
-        response = FileResponse(
-            default_storage.open(blob.storage_name, "rb"),
-            content_type=content_type,
-            as_attachment=not inline,
-            filename=f"{blob.sha256}",
-        )
-        response["X-Content-Type-Options"] = "nosniff"
-        # Even if a browser rendered it, nothing from this response may run or load.
-        response["Content-Security-Policy"] = "default-src 'none'; sandbox"
-        response["Cache-Control"] = "private, max-age=31536000, immutable"
-        return response
+        """Stream the blob (the page's response, redteam.common.media); 404 when unknown."""
+        return media_response(sha256)

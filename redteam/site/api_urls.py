@@ -10,7 +10,7 @@ from rest_framework.routers import SimpleRouter
 from memory.api import reads
 from memory.api.scores import ScoreViewSet
 from memory.api.views import ConversationViewSet, IdentifierViewSet
-from redteam.common import idpath  # noqa: F401  (the storedid converter)
+from redteam.common import idpath  # noqa: F401  (the storedid and sha256 converters)
 from redteam.site import api
 from seeds.api.views import SeedViewSet
 
@@ -27,7 +27,7 @@ v1 = [
     path("ingest/", api.IngestView.as_view(), name="ingest"),
     path("media/", api.MediaUploadView.as_view(), name="media-upload"),
     path("media/missing/", api.MediaMissingView.as_view(), name="media-missing"),
-    path("media/<str:sha256>/", api.MediaDetailView.as_view(), name="media-detail"),
+    path("media/<sha256:sha256>/", api.MediaDetailView.as_view(), name="media-detail"),
     # The list is the router's; one conversation is its reassembled messages with scores.
     path(
         "conversations/<storedid:conversation_id>/",

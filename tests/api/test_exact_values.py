@@ -25,6 +25,7 @@ from rest_framework.test import APIClient
 
 from memory.models import MessagePiece
 from redteam.common.fields import ExactCharField, ExactJSONField, ExactTextField
+from redteam.core.digests import is_sha256
 from redteam.core.storedtext import ESCAPE, NUL_MARK
 from tests.api.factories import attack_result, conversation, piece, score
 from tests.api.pyrit_fixtures import LINES, fixture_payload
@@ -67,12 +68,11 @@ _TYPED_KEYS = frozenset(
         "value",
     }
 )
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d")
 
 
 def _is_typed(key: object, value: str) -> bool:
-    if key in _TYPED_KEYS or _HEX64.match(value) or _TIMESTAMP.match(value):
+    if key in _TYPED_KEYS or is_sha256(value) or _TIMESTAMP.match(value):
         return True
     try:
         uuid.UUID(value)

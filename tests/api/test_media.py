@@ -8,7 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
 from rest_framework.test import APIClient
 
 from memory.models import MessagePiece
@@ -110,10 +113,49 @@ def test_active_or_unknown_content_is_only_ever_an_attachment(api: APIClient, da
 
 
 @pytest.mark.parametrize(
-    "bad", ["../../etc/passwd", "A" * 64, "abc", "%2e%2e%2fsecret", "0" * 63 + "g"]
+    ("data", "inline"), [(None, True), (SVG, False), (HTML, False), (b"MZ\x90\x00 bin", False)]
 )
-def test_malformed_digests_are_404_never_a_path(api: APIClient, bad: str) -> None:
+def test_page_and_api_serve_media_with_the_same_safe_headers(
+    api: APIClient, reviewer_client: Client, png: bytes, data: bytes | None, inline: bool
+) -> None:
+    digest = upload(api, data or png, "evil.svg").json()["sha256"]
+    served = [
+        api.get(f"{UPLOAD}{digest}/"),
+        reviewer_client.get(reverse("memory:media", args=[digest])),
+    ]
+    for response in served:
+        assert response.status_code == 200
+        assert response["X-Content-Type-Options"] == "nosniff"
+        assert response["Content-Security-Policy"] == "default-src 'none'; sandbox"
+        assert response["Cross-Origin-Resource-Policy"] == "same-origin"
+        assert response["Cache-Control"] == "private, max-age=31536000, immutable"
+        if inline:
+            assert response["Content-Type"] == "image/png"
+            assert response["Content-Disposition"].startswith("inline")
+        else:
+            assert response["Content-Type"] == "application/octet-stream"
+            assert response["Content-Disposition"].startswith("attachment")
+    assert served[0]["Content-Disposition"] == served[1]["Content-Disposition"]
+
+
+def test_media_whose_bytes_left_storage_is_404_on_page_and_api(
+    api: APIClient, reviewer_client: Client, png: bytes
+) -> None:
+    digest = upload(api, png).json()["sha256"]
+    default_storage.delete(MediaBlob.objects.get(sha256=digest).storage_name)
+    assert api.get(f"{UPLOAD}{digest}/").status_code == 404
+    assert reviewer_client.get(reverse("memory:media", args=[digest])).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["../../etc/passwd", "A" * 64, "abc", "%2e%2e%2fsecret", "0" * 63 + "g", "0" * 64 + "%0A"],
+)
+def test_malformed_digests_are_404_never_a_path(
+    api: APIClient, reviewer_client: Client, bad: str
+) -> None:
     assert api.get(f"{UPLOAD}{bad}/").status_code == 404
+    assert reviewer_client.get(f"/media/{bad}/").status_code == 404
 
 
 def test_unknown_digest_is_404(api: APIClient) -> None:
