@@ -8,17 +8,16 @@ attack-result filters read AttackResult's denormalised columns. Both accept:
     target=<identifier hash or class name>, attack=<class>, converter=<class> (repeatable, all)
     harm_category= (repeatable, any), outcome= (repeatable, any), after= / before= (date or
     ISO datetime, inclusive)
+
+The repeatable, choice, flag and UUID filters are redteam.common.filters' (seeds uses them too).
 """
 
 from __future__ import annotations
 
 import re
-import uuid
-from collections.abc import Sequence
 from typing import Any
 
 import django_filters as df
-from django import forms
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import connection
@@ -26,7 +25,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
-from memory.lookups import JSONHasElement, JSONHasKeyValue, pieces_matching
+from memory.lookups import pieces_matching
 from memory.models import (
     AttackResult,
     ComponentIdentifier,
@@ -38,51 +37,37 @@ from memory.models import (
     Score,
     ScoreSource,
 )
-from redteam.common.datebounds import DateBoundFilter
-from redteam.core.enums import (
-    ATTACK_OUTCOMES,
-    CHAT_MESSAGE_ROLES,
-    IDENTIFIER_TYPES,
-    PROMPT_DATA_TYPES,
-    PROMPT_RESPONSE_ERRORS,
-    SCENARIO_RUN_STATES,
-    SCORE_STATUSES,
-    SCORE_TYPES,
+from redteam.common.choices import (
+    DATA_TYPE_CHOICES,
+    IDENTIFIER_TYPE_CHOICES,
+    OUTCOME_CHOICES,
+    RESPONSE_ERROR_CHOICES,
+    ROLE_CHOICES,
+    SCENARIO_RUN_STATE_CHOICES,
+    SCORE_STATUS_CHOICES,
+    SCORE_TYPE_CHOICES,
 )
+from redteam.common.datebounds import DateBoundFilter
+from redteam.common.filters import (
+    ChoicesFilter,
+    ElementFilter,
+    InFilter,
+    MultiValueCharField,
+    MultiValueFilter,
+    StrictBooleanFilter,
+    UUIDInFilter,
+)
+from redteam.common.lookups import JSONHasElement, JSONHasKeyValue
+from redteam.core.digests import is_sha256
 
 # PyRIT's own rule for label keys (get_attack_results); values are free text.
 LABEL_KEY_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
 LABEL_SEPARATOR_RE = re.compile(r"[:=]")
-HASH_RE = re.compile(r"^[0-9a-f]{64}$")
-MAX_VALUES = 20
-MAX_VALUE_CHARS = 300
-
-OUTCOME_CHOICES = [(o, o) for o in ATTACK_OUTCOMES]
-DATA_TYPE_CHOICES = [(t, t) for t in PROMPT_DATA_TYPES]
-SCENARIO_RUN_STATE_CHOICES = [(s, s) for s in SCENARIO_RUN_STATES]
 
 
 # ---------------------------------------------------------------------------------------------
 # Form fields
 # ---------------------------------------------------------------------------------------------
-
-
-class MultiValueCharField(forms.Field):
-    """A repeatable query parameter (``?x=a&x=b``) cleaned to a list of non-empty strings."""
-
-    widget = forms.MultipleHiddenInput
-
-    def to_python(self, value: Any) -> list[str]:
-        """Strip values, drop empty ones, cap their number and length."""
-        if value in (None, ""):
-            return []
-        values = [value] if isinstance(value, str) else list(value)
-        cleaned = [str(v).strip() for v in values if str(v).strip()]
-        if len(cleaned) > MAX_VALUES:
-            raise ValidationError(f"At most {MAX_VALUES} values.", code="max_values")
-        if any(len(v) > MAX_VALUE_CHARS for v in cleaned):
-            raise ValidationError(f"Values are limited to {MAX_VALUE_CHARS} characters.")
-        return cleaned
 
 
 class LabelField(MultiValueCharField):
@@ -109,78 +94,9 @@ class LabelField(MultiValueCharField):
         return pairs
 
 
-class MultiChoiceField(MultiValueCharField):
-    """Repeatable parameter restricted to fixed choices."""
-
-    def __init__(self, *, choices: Sequence[tuple[str, str]], **kwargs: Any) -> None:
-        kwargs.pop("null_label", None)
-        super().__init__(**kwargs)
-        self.allowed = {c for c, _ in choices}
-
-    def to_python(self, value: Any) -> list[str]:
-        """Reject values outside the choices, naming them."""
-        values = super().to_python(value)
-        bad = [v for v in values if v not in self.allowed]
-        if bad:
-            raise ValidationError(
-                "Unknown value(s): %(bad)s. Expected one of: %(ok)s.",
-                params={"bad": ", ".join(bad), "ok": ", ".join(sorted(self.allowed))},
-                code="invalid_choice",
-            )
-        return values
-
-
-class StrictBooleanField(forms.Field):
-    """true/false (also 1/0, yes/no); anything else is an error rather than "no filter"."""
-
-    TRUE = frozenset({"true", "1", "yes", "on"})
-    FALSE = frozenset({"false", "0", "no", "off"})
-
-    def to_python(self, value: Any) -> bool | None:
-        """Parse the flag; empty means no filter."""
-        if value in (None, ""):
-            return None
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text in self.TRUE:
-            return True
-        if text in self.FALSE:
-            return False
-        raise ValidationError("Enter true or false.", code="invalid")
-
-
-class StrictBooleanFilter(df.Filter):
-    """A boolean column, or a method, driven by a StrictBooleanField."""
-
-    field_class = StrictBooleanField
-
-    def filter(self, qs: QuerySet[Any], value: bool | None) -> QuerySet[Any]:
-        """No value means no filter."""
-        if value is None:
-            return qs
-        return super().filter(qs, value)
-
-
 # ---------------------------------------------------------------------------------------------
 # Filters
 # ---------------------------------------------------------------------------------------------
-
-
-class MultiValueFilter(df.Filter):
-    """Base for repeatable filters: skip when no value was given."""
-
-    field_class: type[forms.Field] = MultiValueCharField
-
-    def filter(self, qs: QuerySet[Any], value: Any) -> QuerySet[Any]:
-        """Apply ``self.method``-free filtering in subclasses; no values means no filter."""
-        if not value:
-            return qs
-        return self.apply(qs, value)
-
-    def apply(self, qs: QuerySet[Any], value: Any) -> QuerySet[Any]:
-        """Filter by the cleaned values."""
-        raise NotImplementedError
 
 
 class LabelFilter(MultiValueFilter):
@@ -247,53 +163,30 @@ class FixedLabelFilter(df.CharFilter):
         return labels.apply(qs, [(self.label_key, value.strip())])
 
 
-class ElementFilter(MultiValueFilter):
-    """A JSON list column containing every value (``match="all"``) or any of the values."""
-
-    def __init__(
-        self,
-        *,
-        match: str = "any",
-        choices: Sequence[tuple[str, str]] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.match = match
-        if choices is not None:
-            self.extra["choices"] = choices
-            self.field_class = MultiChoiceField
-
-    def apply(self, qs: QuerySet[Any], value: list[str]) -> QuerySet[Any]:
-        """All values for ``all``; any value for ``any``."""
-        if self.match == "all":
-            for v in value:
-                qs = qs.filter(JSONHasElement(self.field_name, v))
-            return qs
-        condition = Q()
-        for v in value:
-            condition |= Q(JSONHasElement(self.field_name, v))
-        return qs.filter(condition)
-
-
-class ChoicesFilter(MultiValueFilter):
-    """A plain column equal to any of the given choices."""
-
-    def __init__(self, *, choices: Sequence[tuple[str, str]], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.extra["choices"] = choices
-        self.field_class = MultiChoiceField
-
-    def apply(self, qs: QuerySet[Any], value: list[str]) -> QuerySet[Any]:
-        """Column IN values."""
-        return qs.filter(**{f"{self.field_name}__in": value})
-
-
-def _target_condition(value: str, hash_field: str, class_field: str) -> Q:
-    """A 64-hex value names a target identifier by hash; anything else is a class name."""
+def hash_or_class(value: str, hash_field: str, class_field: str) -> Q:
+    """A sha256 digest names an identifier by hash; anything else is a class name."""
     value = value.strip()
-    if HASH_RE.match(value):
-        return Q(**{hash_field: value})
-    return Q(**{class_field: value})
+    return Q(**{hash_field if is_sha256(value) else class_field: value})
+
+
+def _identifier_condition(value: str, prefix: str) -> Q:
+    """`prefix` is an identifier FK path: the identifier by hash or class (hash_or_class)."""
+    return hash_or_class(value, f"{prefix}_id", f"{prefix}__class_name")
+
+
+class HashOrClassFilter(df.CharFilter):
+    """One identifier (a target), given by hash or class name (hash_or_class)."""
+
+    def __init__(self, *, hash_field: str, class_field: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.hash_field = hash_field
+        self.class_field = class_field
+
+    def filter(self, qs: QuerySet[Any], value: str) -> QuerySet[Any]:
+        """No (or a blank) value means no filter."""
+        if not value or not value.strip():
+            return qs
+        return qs.filter(hash_or_class(value, self.hash_field, self.class_field))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -315,7 +208,12 @@ class ConversationFilterSet(df.FilterSet):
         field_name="labels", label_key="operator", labels=ConversationLabelFilter, max_length=300
     )
     label = ConversationLabelFilter(field_name="labels")
-    target = df.CharFilter(method="filter_target", max_length=300)
+    # The conversation's target identifier.
+    target = HashOrClassFilter(
+        hash_field="target_identifier_id",
+        class_field="target_identifier__class_name",
+        max_length=300,
+    )
     attack = df.CharFilter(field_name="attack_class", max_length=255)
     converter = ElementFilter(field_name="converter_classes", match="all")
     harm_category = ElementFilter(field_name="harm_categories", match="any")
@@ -336,16 +234,6 @@ class ConversationFilterSet(df.FilterSet):
             return qs
         matching = pieces_matching(value.strip(), connection.vendor)
         return qs.filter(conversation_id__in=matching.values("conversation_id"))
-
-    def filter_target(
-        self, qs: QuerySet[Conversation], name: str, value: str
-    ) -> QuerySet[Conversation]:
-        """The conversation's target identifier, by hash or class name."""
-        if not value.strip():
-            return qs
-        return qs.filter(
-            _target_condition(value, "target_identifier_id", "target_identifier__class_name")
-        )
 
     def filter_score_value(
         self, qs: QuerySet[Conversation], name: str, value: str
@@ -373,7 +261,8 @@ class AttackResultFilterSet(df.FilterSet):
     operation = FixedLabelFilter(field_name="labels", label_key="operation", max_length=300)
     operator = FixedLabelFilter(field_name="labels", label_key="operator", max_length=300)
     label = LabelFilter(field_name="labels")
-    target = df.CharFilter(method="filter_target", max_length=300)
+    # The objective target inside the atomic-attack identifier.
+    target = HashOrClassFilter(hash_field="target_hash", class_field="target_class", max_length=300)
     attack = df.CharFilter(field_name="attack_class", max_length=255)
     converter = ElementFilter(field_name="converter_classes", match="all")
     has_converters = StrictBooleanFilter(method="filter_has_converters")
@@ -387,14 +276,6 @@ class AttackResultFilterSet(df.FilterSet):
     class Meta:
         model = AttackResult
         fields: list[str] = []
-
-    def filter_target(
-        self, qs: QuerySet[AttackResult], name: str, value: str
-    ) -> QuerySet[AttackResult]:
-        """The objective target inside the atomic-attack identifier, by hash or class name."""
-        if not value.strip():
-            return qs
-        return qs.filter(_target_condition(value, "target_hash", "target_class"))
 
     def filter_has_converters(
         self, qs: QuerySet[AttackResult], name: str, value: bool | None
@@ -415,7 +296,8 @@ class ScenarioResultFilterSet(df.FilterSet):
     scenario_version = df.NumberFilter(field_name="scenario_version")
     run_state = ChoicesFilter(field_name="scenario_run_state", choices=SCENARIO_RUN_STATE_CHOICES)
     label = LabelFilter(field_name="labels")
-    target = df.CharFilter(method="filter_target", max_length=300)
+    # The scenario's objective target.
+    target = HashOrClassFilter(hash_field="target_hash", class_field="target_class", max_length=300)
     pyrit_version = df.CharFilter(field_name="pyrit_version", max_length=32)
     after = DateBoundFilter(field_name="completion_time", bound="gte")
     before = DateBoundFilter(field_name="completion_time", bound="lte")
@@ -424,22 +306,10 @@ class ScenarioResultFilterSet(df.FilterSet):
         model = ScenarioResult
         fields: list[str] = []
 
-    def filter_target(
-        self, qs: QuerySet[ScenarioResult], name: str, value: str
-    ) -> QuerySet[ScenarioResult]:
-        """The scenario's objective target, by hash or class name."""
-        if not value.strip():
-            return qs
-        return qs.filter(_target_condition(value, "target_hash", "target_class"))
-
 
 # ---------------------------------------------------------------------------------------------
 # Message pieces and identifiers (the REST API's /api/v1/message-pieces and /identifiers)
 # ---------------------------------------------------------------------------------------------
-
-ROLE_CHOICES = [(r, r) for r in CHAT_MESSAGE_ROLES]
-RESPONSE_ERROR_CHOICES = [(e, e) for e in PROMPT_RESPONSE_ERRORS]
-IDENTIFIER_USE_CHOICES = [(t, t) for t in IDENTIFIER_TYPES]
 
 
 class PieceLabelFilter(LabelFilter):
@@ -453,39 +323,6 @@ class PieceLabelFilter(LabelFilter):
             | Q(JSONHasKeyValue("labels", key, val))
             | Q(conversation_id__in=referenced_by_label(key, val))
         )
-
-
-class UUIDListField(MultiValueCharField):
-    """Repeatable UUID parameter; a malformed one makes the form (and the request) invalid."""
-
-    def to_python(self, value: Any) -> list[uuid.UUID]:  # type: ignore[override]
-        """Parse each value as a UUID."""
-        try:
-            return [uuid.UUID(v) for v in super().to_python(value)]
-        except ValueError:
-            raise ValidationError("Enter valid UUIDs.", code="invalid_uuid") from None
-
-
-class InFilter(MultiValueFilter):
-    """A plain column equal to any of the given values."""
-
-    def apply(self, qs: QuerySet[Any], value: list[Any]) -> QuerySet[Any]:
-        """Column IN values."""
-        return qs.filter(**{f"{self.field_name}__in": value})
-
-
-class UUIDInFilter(InFilter):
-    """A UUID column equal to any of the given UUIDs."""
-
-    field_class = UUIDListField
-
-
-def _identifier_condition(value: str, prefix: str) -> Q:
-    """`prefix` is an identifier FK path; a 64-hex value is its hash, anything else its class."""
-    value = value.strip()
-    if HASH_RE.match(value):
-        return Q(**{f"{prefix}_id": value})
-    return Q(**{f"{prefix}__class_name": value})
 
 
 class MessagePieceFilterSet(df.FilterSet):
@@ -517,7 +354,7 @@ class MessagePieceFilterSet(df.FilterSet):
     attack = df.CharFilter(method="filter_attack", max_length=300)
     converter = MultiValueFilter(field_name="converters", method="filter_converter")
     outcome = ChoicesFilter(field_name="conversation__outcome", choices=OUTCOME_CHOICES)
-    score_type = df.ChoiceFilter(choices=[(t, t) for t in SCORE_TYPES], method="filter_score_type")
+    score_type = df.ChoiceFilter(choices=SCORE_TYPE_CHOICES, method="filter_score_type")
     score_value = df.CharFilter(method="filter_score_value", max_length=64)
     after = DateBoundFilter(field_name="timestamp", bound="gte")
     before = DateBoundFilter(field_name="timestamp", bound="lte")
@@ -557,7 +394,7 @@ class MessagePieceFilterSet(df.FilterSet):
             return qs
         value = value.strip()
         condition = _identifier_condition(value, "attack_identifier")
-        if not HASH_RE.match(value):
+        if not is_sha256(value):
             condition |= Q(conversation__attack_class=value)
         return qs.filter(condition)
 
@@ -603,7 +440,7 @@ class IdentifierFilterSet(df.FilterSet):
         validators=[RegexValidator(r"^[0-9a-f]+$", "Lowercase hex digits only.")],
     )
     pyrit_version = df.CharFilter(field_name="pyrit_version", max_length=32)
-    used_as = df.ChoiceFilter(choices=IDENTIFIER_USE_CHOICES, method="filter_used_as")
+    used_as = df.ChoiceFilter(choices=IDENTIFIER_TYPE_CHOICES, method="filter_used_as")
 
     class Meta:
         model = ComponentIdentifier
@@ -634,21 +471,14 @@ class IdentifierFilterSet(df.FilterSet):
         return qs.filter(used)
 
 
-SCORE_TYPE_CHOICES = [(t, t) for t in SCORE_TYPES]
-SCORE_STATUS_CHOICES = [(s, s) for s in SCORE_STATUSES]
-
-
 class ScorerFilter(MultiValueFilter):
     """Scorer identifier by hash, or by class name; any of the given values."""
 
     def apply(self, qs: QuerySet[Any], value: list[str]) -> QuerySet[Any]:
-        """A 64-hex value is an identifier hash; anything else is a class name."""
+        """Any of the scorers, each by hash or class name (hash_or_class)."""
         condition = Q()
         for v in value:
-            if HASH_RE.match(v):
-                condition |= Q(scorer_identifier_id=v)
-            else:
-                condition |= Q(scorer_class=v)
+            condition |= hash_or_class(v, "scorer_identifier_id", "scorer_class")
         return qs.filter(condition)
 
 

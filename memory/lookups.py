@@ -1,22 +1,21 @@
-"""Portable JSON and full-text predicates for the filters, one SQL spelling per database.
+"""Full-text search over message pieces for the filters, one SQL spelling per database.
 
-PostgreSQL gets operators that GIN indexes serve (``@>``, ``@@``); SQLite gets an exact,
-unindexed equivalent (``json_each``, ``LIKE``), which is fine at SQLite's scale.
+PostgreSQL gets an operator its GIN index serves (``@@``); SQLite gets an exact, unindexed
+equivalent (``LIKE``), which is fine at SQLite's scale. The JSON predicates every app's
+filters use are redteam.common.lookups'.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from django.contrib.postgres.search import SearchQuery, SearchVectorField
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import BooleanField, Expression, F, Q, QuerySet
+from django.db.models import Expression, F, Q, QuerySet
 from django.db.models.sql.compiler import SQLCompiler
 
 from memory.models import MessagePiece
-from redteam.common.fields import stored_json_text
 from redteam.core.storedtext import encode_text
 
 # Characters of each value that enter the full-text document. A tsvector is capped at 1 MB,
@@ -25,82 +24,6 @@ from redteam.core.storedtext import encode_text
 SEARCH_PREFIX_CHARS = 100_000
 SEARCH_CONFIG = "simple"
 MAX_SEARCH_CHARS = 200
-
-
-class _JSONPredicate(Expression):
-    """A boolean SQL predicate on one JSON column, usable directly in filter() and Q()."""
-
-    conditional = True
-    output_field = BooleanField()
-
-    def __init__(self, field: str, *args: Any) -> None:
-        super().__init__()
-        self.lhs: Any = F(field)
-        self.args = args
-
-    def get_source_expressions(self) -> list[Any]:
-        """The JSON column."""
-        return [self.lhs]
-
-    def set_source_expressions(self, exprs: Sequence[Any]) -> None:
-        """Replace the JSON column (after resolution)."""
-        (self.lhs,) = exprs
-
-    def resolve_expression(  # type: ignore[override]
-        self,
-        query: Any = None,
-        allow_joins: bool = True,
-        reuse: Any = None,
-        summarize: bool = False,
-        for_save: bool = False,
-    ) -> _JSONPredicate:
-        """Resolve the column reference against the query."""
-        clone = self.copy()
-        clone.lhs = self.lhs.resolve_expression(query, allow_joins, reuse, summarize, for_save)
-        return clone
-
-
-class JSONHasElement(_JSONPredicate):
-    """True when a JSON list column contains the given string element."""
-
-    def as_sql(
-        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper
-    ) -> tuple[str, tuple[Any, ...]]:
-        """SQLite (and generic): an EXISTS over json_each."""
-        lhs, params = compiler.compile(self.lhs)
-        return (
-            f"EXISTS (SELECT 1 FROM json_each({lhs}) AS je WHERE je.value = %s)",
-            (*params, encode_text(self.args[0])),
-        )
-
-    def as_postgresql(
-        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper
-    ) -> tuple[str, tuple[Any, ...]]:
-        """PostgreSQL: jsonb containment, served by a GIN index."""
-        lhs, params = compiler.compile(self.lhs)
-        return f"{lhs} @> %s::jsonb", (*params, stored_json_text([self.args[0]]))
-
-
-class JSONHasKeyValue(_JSONPredicate):
-    """True when a JSON object column maps the key to the given string value."""
-
-    def as_sql(
-        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper
-    ) -> tuple[str, tuple[Any, ...]]:
-        """SQLite (and generic): json_extract on a quoted path, so dots in keys are literal."""
-        lhs, params = compiler.compile(self.lhs)
-        path = "$." + json.dumps(encode_text(self.args[0]))
-        return (
-            f"(json_type({lhs}, %s) = 'text' AND json_extract({lhs}, %s) = %s)",
-            (*params, path, *params, path, encode_text(self.args[1])),
-        )
-
-    def as_postgresql(
-        self, compiler: SQLCompiler, connection: BaseDatabaseWrapper
-    ) -> tuple[str, tuple[Any, ...]]:
-        """PostgreSQL: jsonb containment, served by a GIN index."""
-        lhs, params = compiler.compile(self.lhs)
-        return f"{lhs} @> %s::jsonb", (*params, stored_json_text({self.args[0]: self.args[1]}))
 
 
 class PieceSearchDocument(Expression):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.models import MessagePiece, PieceConverter, Score
-from redteam.common.media import INLINE_CONTENT_TYPES
+from redteam.common.media import is_inline_media
 from redteam.common.models import MediaBlob
 from redteam.core.reassembly import group_by_sequence
 from redteam.core.textview import (
@@ -114,10 +114,7 @@ def value_view(
         family = _MEDIA_FAMILIES.get(data_type)
         content_type = (media.content_type or "").lower() if media else ""
         playable = bool(
-            media
-            and family
-            and content_type.startswith(family)
-            and content_type in INLINE_CONTENT_TYPES
+            media and family and content_type.startswith(family) and is_inline_media(content_type)
         )
         # The value is a path on the attacker's machine: shown as text, never opened.
         return ValueView(data_type, kind, display(value), media, playable)

@@ -1,53 +1,21 @@
 """FilterSet for seeds, after PyRIT's get_seeds (PYRIT-MODEL.md section 9).
 
-seeds sits below memory in the dependency order, so this module uses django-filter's own
-filters only. PyRIT's list filters (harm categories, authors, groups) match when every given
-value appears as a substring of the stored JSON list, which ``icontains`` on the JSON column
-reproduces on SQLite and PostgreSQL alike.
+The filters are redteam.common.filters', as for every other list. PyRIT's list filters (harm
+categories, authors, groups) match when every given value appears as a substring of the
+stored JSON list (AllSubstringsFilter).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import django_filters as df
-from django import forms
 from django.db.models import QuerySet
 
+from redteam.common.choices import DATA_TYPE_CHOICES, SEED_TYPE_CHOICES
 from redteam.common.datebounds import DateBoundFilter
-from redteam.core.enums import PROMPT_DATA_TYPES, SEED_TYPES
+from redteam.common.filters import AllSubstringsFilter, ChoicesFilter
 from seeds.models import Seed
-
-MAX_VALUES = 20
-
-
-class _RepeatableField(forms.Field):
-    """``?x=a&x=b`` cleaned to a list of stripped, non-empty strings (at most MAX_VALUES)."""
-
-    widget = forms.MultipleHiddenInput
-
-    def to_python(self, value: Any) -> list[str]:
-        """Strip, drop empties, cap the count and length."""
-        if value in (None, ""):
-            return []
-        values = [value] if isinstance(value, str) else list(value)
-        cleaned = [str(v).strip() for v in values if str(v).strip()]
-        if len(cleaned) > MAX_VALUES or any(len(v) > 300 for v in cleaned):
-            raise forms.ValidationError(f"At most {MAX_VALUES} values of 300 characters.")
-        return cleaned
-
-
-class _AllSubstringsFilter(df.Filter):
-    """Repeatable parameter: every value must appear in the JSON list column (substring)."""
-
-    field_class = _RepeatableField
-
-    def filter(self, qs: QuerySet[Any], value: list[str]) -> QuerySet[Any]:
-        """AND over the values given (``?harm_category=a&harm_category=b``)."""
-        for v in value or []:
-            qs = qs.filter(**{f"{self.field_name}__icontains": v})
-        return qs
 
 
 def like_to_regex(pattern: str) -> str:
@@ -65,17 +33,13 @@ class SeedFilterSet(df.FilterSet):
     dataset_name_pattern = df.CharFilter(
         method="filter_dataset_pattern", max_length=255, label="Dataset name (SQL LIKE)"
     )
-    seed_type = df.MultipleChoiceFilter(
-        field_name="seed_type", choices=[(t, t) for t in SEED_TYPES]
-    )
-    data_type = df.MultipleChoiceFilter(
-        field_name="data_type", choices=[(t, t) for t in PROMPT_DATA_TYPES]
-    )
+    seed_type = ChoicesFilter(field_name="seed_type", choices=SEED_TYPE_CHOICES)
+    data_type = ChoicesFilter(field_name="data_type", choices=DATA_TYPE_CHOICES)
     value = df.CharFilter(field_name="value", lookup_expr="icontains", max_length=300)
     value_sha256 = df.CharFilter(field_name="value_sha256", max_length=64)
-    harm_category = _AllSubstringsFilter(field_name="harm_categories")
-    author = _AllSubstringsFilter(field_name="authors")
-    group = _AllSubstringsFilter(field_name="groups")
+    harm_category = AllSubstringsFilter(field_name="harm_categories")
+    author = AllSubstringsFilter(field_name="authors")
+    group = AllSubstringsFilter(field_name="groups")
     added_by = df.CharFilter(field_name="added_by", max_length=255)
     source = df.CharFilter(field_name="source", max_length=2000)
     prompt_group_id = df.UUIDFilter(field_name="group__prompt_group_id")

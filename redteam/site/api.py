@@ -30,6 +30,7 @@ from redteam.common.api_auth import HasIngestScope, HasReadScope
 from redteam.common.media import media_response
 from redteam.common.models import MediaBlob
 from redteam.core.digests import is_sha256
+from redteam.core.flags import parse_flag
 from redteam.core.jsonguard import parse_json
 from redteam.site.ingest import (
     INGEST_KINDS,
@@ -39,8 +40,6 @@ from redteam.site.ingest import (
     validate_payload,
 )
 
-TRUE_VALUES = frozenset({"1", "true", "yes", "on"})
-FALSE_VALUES = frozenset({"", "0", "false", "no", "off"})
 MAX_MISSING_QUERY = 1000
 
 
@@ -50,12 +49,12 @@ def _problem(message: str, code: int, **extra: Any) -> Response:
 
 
 def _flag(request: Request, name: str) -> bool:
-    raw = str(request.query_params.get(name, "")).strip().lower()
-    if raw in TRUE_VALUES:
-        return True
-    if raw in FALSE_VALUES:
-        return False
-    raise ValueError(f"?{name}= must be 1 or 0, got {raw!r}.")
+    """A yes/no query parameter (redteam.core.flags); absent or empty means no."""
+    raw = request.query_params.get(name, "")
+    try:
+        return bool(parse_flag(raw))
+    except ValueError:
+        raise ValueError(f"?{name}= must be 1 or 0, got {str(raw).strip().lower()!r}.") from None
 
 
 class BodyTooLarge(Exception):

@@ -126,6 +126,31 @@ def test_seeds_by_dataset_type_and_harm(api: APIClient, run11: Any) -> None:
     }
 
 
+def test_seed_filters_follow_the_shared_rules(api: APIClient, run11: Any) -> None:
+    """Repeated values are alternatives, unknown choices and too many values are a 400, as on
+    every other list (redteam.common.filters)."""
+    seeds = run11["seeds"]
+    both = read_all(api, "seeds", seed_type=["objective", "prompt"])
+    assert ids(both) == {s["id"] for s in seeds if s["seed_type"] in ("objective", "prompt")}
+    unknown = api.get("/api/v1/seeds/", {"seed_type": ["prompt", "poem"]})
+    assert unknown.status_code == 400 and "poem" in str(unknown.json()["seed_type"])
+    many = api.get("/api/v1/seeds/", {"harm_category": [f"h{i}" for i in range(21)]})
+    assert many.status_code == 400 and "harm_category" in many.json()
+    long = api.get("/api/v1/seeds/", {"data_type": "text" * 100})
+    assert long.status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("flag", "status"), [("yes", 200), (" TRUE ", 200), ("off", 200), ("  ", 200), ("maybe", 400)]
+)
+def test_flags_read_the_same_spellings_on_filters_and_ingest(
+    api: APIClient, flag: str, status: int
+) -> None:
+    assert api.get("/api/v1/conversations/", {"has_error": flag}).status_code == status
+    ingest = api.post(f"/api/v1/ingest/?atomic={flag}", {}, format="json")
+    assert ingest.status_code == status
+
+
 def test_identifiers_by_class_and_use_and_their_tree(api: APIClient, run11: Any) -> None:
     scorers = read_all(api, "identifiers", used_as="scorer")
     names = {i["class_name"] for i in scorers}
