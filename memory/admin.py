@@ -1,4 +1,4 @@
-"""Admin for ingested memory: read-only, tuned for big tables."""
+"""Admin for ingested memory: read-only (redteam.common.admin's base), tuned for big tables."""
 
 from __future__ import annotations
 
@@ -18,18 +18,7 @@ from memory.models import (
     Score,
     ScoreSource,
 )
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """Ingested data is evidence: viewable in the admin, never edited there."""
-
-    show_full_result_count = False  # no COUNT(*) over millions of rows
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+from redteam.common.admin import ReadOnlyAdmin, ReadOnlyTabularInline
 
 
 @admin.register(ComponentIdentifier)
@@ -53,16 +42,9 @@ class ConversationAdmin(ReadOnlyAdmin):
     raw_id_fields = ["target_identifier", "target_dump"]
 
 
-class PieceConverterInline(admin.TabularInline):
+class PieceConverterInline(ReadOnlyTabularInline):
     model = PieceConverter
-    extra = 0
     raw_id_fields = ["identifier", "dump"]
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(MessagePiece)
@@ -85,15 +67,8 @@ class MessagePieceAdmin(ReadOnlyAdmin):
     ]
 
 
-class ConversationReferenceInline(admin.TabularInline):
+class ConversationReferenceInline(ReadOnlyTabularInline):
     model = ConversationReference
-    extra = 0
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(AttackResult)

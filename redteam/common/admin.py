@@ -1,4 +1,5 @@
-"""Admin for API keys, media blobs and the audit trail."""
+"""Admin for API keys, media blobs and the audit trail, and the read-only base every app's
+admin uses for rows written elsewhere (ingest, failed logins, the audit trail)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,30 @@ from rest_framework_api_key.admin import APIKeyModelAdmin
 
 from redteam.common.media import store_media_bytes
 from redteam.common.models import ApiKey, ApiKeyFailureWindow, AuditEvent, MediaBlob
+
+
+class ReadOnlyMixin:
+    """Rows that only the server writes: viewable in the admin, never added or edited there."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Rows are written by the server, not the admin."""
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Rows are evidence: never edited."""
+        return False
+
+
+class ReadOnlyAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """A read-only model admin, tuned for big tables."""
+
+    show_full_result_count = False  # no COUNT(*) over millions of rows
+
+
+class ReadOnlyTabularInline(ReadOnlyMixin, admin.TabularInline):
+    """A read-only inline (rows of a read-only parent)."""
+
+    extra = 0
 
 
 @admin.register(ApiKey)
@@ -33,20 +58,12 @@ class ApiKeyAdmin(APIKeyModelAdmin):
 
 
 @admin.register(ApiKeyFailureWindow)
-class ApiKeyFailureWindowAdmin(admin.ModelAdmin):
+class ApiKeyFailureWindowAdmin(ReadOnlyAdmin):
     """Failed API key attempts per address; deleting a row lifts that address's lockout."""
 
     list_display = ["address", "failures", "window_started_at"]
     search_fields = ["=address"]
     ordering = ["-window_started_at"]
-
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        """Rows are written by failed attempts only."""
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        """Counts are not edited, only deleted (to unlock)."""
-        return False
 
 
 class MediaBlobAddForm(forms.ModelForm):
@@ -105,16 +122,11 @@ class MediaBlobAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(ReadOnlyAdmin):
     list_display = ["at", "actor_name", "action", "object_type", "object_id"]
     list_filter = ["action", "object_type"]
     search_fields = ["=object_id", "actor_name"]
 
-    def has_add_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
-        return False
-
-    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
-        return False
-
-    def has_delete_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """The trail is append-only."""
         return False

@@ -7,11 +7,13 @@ from typing import Any
 
 import pytest
 from django.contrib import admin
+from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import models
-from django.test import Client
+from django.test import Client, RequestFactory
 from django.urls import reverse
 
+from redteam.common.admin import ReadOnlyMixin
 from redteam.common.models import MediaBlob
 from tests.security.conftest import PNG, Memory, Roles
 
@@ -103,3 +105,25 @@ def test_media_blob_add_stores_the_upload_like_the_api(staff: Client) -> None:
     again = SimpleUploadedFile("other.png", PNG)
     assert staff.post(url, {"file": again}).status_code == 302
     assert MediaBlob.objects.count() == 1
+
+
+def test_admins_closed_to_adding_and_changing_share_the_read_only_base() -> None:
+    """An admin (or inline) that refuses even a superuser both add and change is the one
+    read-only base of redteam.common.admin, not a copy of it."""
+    request = RequestFactory().get("/admin/")
+    request.user = User(is_active=True, is_staff=True, is_superuser=True)
+    closed: list[Any] = []
+    for model_admin in admin.site._registry.values():
+        if not model_admin.has_add_permission(request) and not (
+            model_admin.has_change_permission(request)
+        ):
+            closed.append(model_admin)
+        for inline_class in model_admin.inlines:
+            inline = inline_class(model_admin.model, admin.site)
+            if not inline.has_add_permission(request, None) and not (
+                inline.has_change_permission(request)
+            ):
+                closed.append(inline)
+    assert closed, "no read-only admin found"
+    copies = [type(c).__name__ for c in closed if not isinstance(c, ReadOnlyMixin)]
+    assert copies == []
