@@ -1,8 +1,7 @@
 """Export stored memory back to PyRIT's shapes (1.x ``model_dump(mode="json")``, 0.13 to_dict).
 
 Key orders are PyRIT's (memory/shapes.py). Identifiers come back verbatim from their
-IdentifierDump text. 1.x timestamps end in ``Z`` with microseconds; 0.13 timestamps are
-Python ``isoformat()`` (``+00:00``, microseconds only when non-zero), as each line wrote them.
+IdentifierDump text. Timestamps are written as each line wrote them (redteam.core.timestamps).
 
 Exporting N rows costs a constant number of queries when the rows come from
 memory.querysets' ``*_for_export()`` querysets. Scores (which live in the scoring app) are
@@ -14,7 +13,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from memory.models import (
@@ -35,6 +33,7 @@ from memory.shapes import (
     SCORE_KEYS_ENTRY,
 )
 from redteam.core.reassembly import sort_message_pieces
+from redteam.core.timestamps import timestamp_013, timestamp_1x
 
 __all__ = [
     "Shape",
@@ -43,27 +42,9 @@ __all__ = [
     "export_piece",
     "export_pieces",
     "export_scenario_result",
-    "timestamp_013",
-    "timestamp_1x",
 ]
 
 Shape = Literal["1.x", "0.13"]
-
-
-def timestamp_1x(value: datetime | None) -> str | None:
-    """pydantic's JSON form of an aware UTC datetime: ``2026-11-22T02:54:03.565268Z``, and
-    ``2026-11-22T03:00:00Z`` when there are no microseconds (pydantic leaves them out)."""
-    if value is None:
-        return None
-    utc = value.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if utc.microsecond else "%Y-%m-%dT%H:%M:%SZ")
-
-
-def timestamp_013(value: datetime | None) -> str | None:
-    """0.13's ``datetime.isoformat()`` of an aware UTC datetime (``+00:00``)."""
-    if value is None:
-        return None
-    return value.astimezone(UTC).isoformat()
 
 
 def dump_of(dump: IdentifierDump | None) -> dict[str, Any] | None:

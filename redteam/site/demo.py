@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memory.export import timestamp_1x
 from redteam.core.identity import ComponentIdentifier
+from redteam.core.timestamps import timestamp_1x
 
 __all__ = ["DemoData", "build_demo_data", "demo_png", "demo_wav"]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from django.db.models import QuerySet
@@ -18,6 +17,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 
 from redteam.common.api_common import ShapedReadViewSet, cursor_pagination
+from redteam.core.timestamps import pyrit_timestamp
 from seeds.api.schema import SEED_KEYS_013, SEED_KEYS_1X, SeedOut
 from seeds.filters import SeedFilterSet
 from seeds.models import Seed
@@ -29,13 +29,6 @@ SEED_SHAPE_PARAMETER = OpenApiParameter(
     enum=["1.x", "0.13"],
     description="`1.x` (model_dump(mode='json'), default) or `0.13` (the dataclass fields).",
 )
-
-
-def _timestamp(value: datetime | None, shape: str) -> str | None:
-    if value is None:
-        return None
-    value = value.astimezone(UTC)
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if shape == "1.x" else value.isoformat()
 
 
 def _prompt_group_id(seed: Seed) -> str | None:
@@ -59,7 +52,7 @@ def export_seed(seed: Seed, shape: str = "1.x") -> dict[str, Any]:
         "authors": seed.authors,
         "groups": seed.groups,
         "source": seed.source,
-        "date_added": _timestamp(seed.date_added, shape),
+        "date_added": pyrit_timestamp(seed.date_added, shape),
         "added_by": seed.added_by,
         "metadata": seed.metadata,
         "prompt_group_id": _prompt_group_id(seed),

@@ -7,7 +7,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memory.export import timestamp_1x
+from redteam.core.timestamps import timestamp_1x
 from tests.memory import factories as builders
 
 ROT13 = {

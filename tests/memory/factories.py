@@ -7,8 +7,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memory.export import timestamp_1x
 from redteam.core.identity import ComponentIdentifier
+from redteam.core.timestamps import timestamp_1x
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

@@ -13,13 +13,12 @@ from memory.export import (
     export_piece,
     export_pieces_with_scores,
     export_score,
-    timestamp_013,
-    timestamp_1x,
 )
 from memory.models import Score
 from memory.querysets import attack_results_for_export, conversations_for_export, pieces_for_export
 from memory.shapes import ATTACK_RESULT_KEYS_1X, PIECE_KEYS_013, PIECE_KEYS_1X, SCORE_KEYS_1X
 from memory.store_scores import store_scores
+from redteam.core.timestamps import timestamp_013, timestamp_1x
 from tests.memory import factories as f
 
 pytestmark = pytest.mark.django_db
@@ -35,6 +34,19 @@ def test_timestamps_use_each_lines_spelling() -> None:
     assert timestamp_013(whole_second) == "2026-01-01T09:00:00+00:00"
     assert timestamp_013(whole_second.replace(microsecond=5)) == "2026-01-01T09:00:00.000005+00:00"
     assert timestamp_1x(None) is None
+
+
+@pytest.mark.parametrize(
+    ("shape", "expected"), [("1.x", "2026-01-01T09:00:00Z"), ("0.13", "2026-01-01T09:00:00+00:00")]
+)
+def test_seeds_export_their_dates_with_the_same_spelling(shape: str, expected: str) -> None:
+    from datetime import UTC, datetime
+
+    from seeds.api.views import export_seed
+    from tests.seeds.factories import make_seed
+
+    seed = make_seed(None, save=False, date_added=datetime(2026, 1, 1, 9, tzinfo=UTC))
+    assert export_seed(seed, shape)["date_added"] == expected
 
 
 def test_1x_piece_exports_in_pyrit_key_order_with_verbatim_identifiers() -> None:
