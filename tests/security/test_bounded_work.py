@@ -26,12 +26,11 @@ from django.test import Client
 from django.urls import resolve, reverse
 
 from memory.models import AttackResult, ComponentIdentifier
-from memory.templatetags.reviewtext import first_items, more_count
 from redteam.client import path_id
 from redteam.common.idpath import decode_id
 from redteam.common.models import ApiKey
 from redteam.common.roles import REVIEWER_GROUP
-from redteam.common.templatetags.visible import visible
+from redteam.common.templatetags.display import first_items, more_count, visible
 from redteam.core.textview import MAX_STAND_INS, visible_segments, word_diff
 from redteam.core.trees import (
     MARKER_KEY,

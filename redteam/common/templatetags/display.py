@@ -1,6 +1,8 @@
-"""Template filters that keep per-row lists bounded on review pages (first few, then a count).
+"""The template filters of every page: stored (hostile) values shown safely and boundedly.
 
-Invisible characters in short text are the `visible` filter's job (redteam.common.templatetags).
+``visible`` and ``segments`` show invisible characters (redteam.core.visible); ``first_items``
+and ``more_count`` keep per-row lists (labels, harm categories, converters) to their first few
+items and a count. Output stays escaped: nothing here marks a string safe.
 """
 
 from __future__ import annotations
@@ -10,10 +12,24 @@ from typing import Any
 
 from django import template
 
+from redteam.core.visible import MAX_INLINE_CHARS, Segment, visible_segments, visible_text
+
 register = template.Library()
 
 # Items of a per-row list (labels, harm categories, converters) shown before a count.
 MAX_ITEMS_SHOWN = 8
+
+
+@register.filter(name="visible")
+def visible(value: Any, limit: int = MAX_INLINE_CHARS) -> str:
+    """The value as plain text, invisible characters as ⟨U+…⟩, cut at `limit` (never safe)."""
+    return visible_text("" if value is None else str(value), limit=int(limit))
+
+
+@register.filter(name="segments")
+def segments(value: Any) -> list[Segment]:
+    """The value as (kind, text) segments for templates that style the stand-ins."""
+    return visible_segments("" if value is None else str(value))
 
 
 @register.filter
