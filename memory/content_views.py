@@ -10,11 +10,10 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from memory.models import ScorableContent, Score
-from memory.presenters import ScoreView
+from memory.presenters import ScoreView, TreesOnce
 from redteam.common.pagination import BadCursor, request_page
 from redteam.common.roles import viewer_required
 from redteam.core.textview import display_text
-from redteam.core.trees import parse_dump
 
 MAX_SCORES_SHOWN = 200
 PREVIEW_CHARS = 300
@@ -55,9 +54,8 @@ def scored_content_detail(request: HttpRequest, content_id: uuid.UUID) -> HttpRe
         .select_related("scorer_dump", "reviewer")
         .order_by("-timestamp", "-id")[:MAX_SCORES_SHOWN]
     )
-    views = [
-        ScoreView(s, parse_dump(s.scorer_dump.dump_json) if s.scorer_dump else None) for s in scores
-    ]
+    tree_once = TreesOnce()
+    views = [ScoreView(s, tree_once(s.scorer_dump)) for s in scores]
     context = {
         "content": content,
         "text": display_text(content.value),

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory.models import MessagePiece, PieceConverter, Score
+from memory.models import IdentifierDump, MessagePiece, PieceConverter, Score
 from redteam.common.media import is_inline_media
 from redteam.common.models import MediaBlob
 from redteam.core.reassembly import group_by_sequence
@@ -22,7 +22,7 @@ from redteam.core.textview import (
     visible_json,
     word_diff,
 )
-from redteam.core.trees import TreeNode
+from redteam.core.trees import TreeNode, parse_dump
 
 # Characters of stored text one conversation page shows in all (each value is also cut at
 # textview.MAX_DISPLAY_CHARS): a thousand 100k-character pieces would otherwise add up to a
@@ -174,3 +174,27 @@ class ScoreView:
     def is_human(self) -> bool:
         """Recorded by a reviewer."""
         return self.score.source == "human"
+
+
+def dump_tree(dump: IdentifierDump | None) -> TreeNode | None:
+    """The display tree of a stored identifier dump; the row's hash (computed at ingest) wins
+    over the dump's, which a client may omit or spell wrongly, so links resolve."""
+    return parse_dump(dump.dump_json, dump.identifier_id) if dump is not None else None
+
+
+class TreesOnce:
+    """Display trees for one page, each distinct dump built and shown once.
+
+    A thousand scores by one scorer would otherwise repeat its whole tree a thousand times;
+    later uses keep their link to the identifier page instead.
+    """
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def __call__(self, dump: IdentifierDump | None) -> TreeNode | None:
+        """The dump's tree the first time it is asked for on this page, else None."""
+        if dump is None or dump.digest in self.seen:
+            return None
+        self.seen.add(dump.digest)
+        return dump_tree(dump)

@@ -18,13 +18,13 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from memory.filters import ScenarioResultFilterSet
-from memory.models import AttackResult, IdentifierDump, ScenarioResult
+from memory.models import AttackResult, ScenarioResult
+from memory.presenters import dump_tree
 from redteam.common.pagination import filtered_list_page
 from redteam.common.roles import viewer_required
 from redteam.core.enums import SCENARIO_RUN_STATES
 from redteam.core.outcomes import OutcomeCounts
 from redteam.core.textview import display_text
-from redteam.core.trees import TreeNode, parse_dump
 
 # Result rows listed under each atomic attack (the counts cover all of them).
 MAX_RESULTS_SHOWN = 200
@@ -84,10 +84,6 @@ def scenario_list(request: HttpRequest) -> HttpResponse:
         "labels": request.GET.getlist("label"),
     }
     return render(request, "memory/scenario_list.html", context, status=page.status)
-
-
-def _tree(dump: IdentifierDump | None) -> TreeNode | None:
-    return parse_dump(dump.dump_json) if dump is not None else None
 
 
 def _atomic_attacks(scenario: ScenarioResult) -> tuple[list[AtomicAttackView], OutcomeCounts]:
@@ -178,8 +174,8 @@ def scenario_detail(request: HttpRequest, scenario_id: uuid.UUID) -> HttpRespons
         "shown_limit": MAX_RESULTS_SHOWN,
         "description": display_text(scenario.scenario_description or ""),
         "error": display_text(scenario.error_message) if scenario.error_message else None,
-        "scenario_tree": _tree(scenario.scenario_dump),
-        "target_tree": _tree(scenario.objective_target_dump),
-        "scorer_tree": _tree(scenario.objective_scorer_dump),
+        "scenario_tree": dump_tree(scenario.scenario_dump),
+        "target_tree": dump_tree(scenario.objective_target_dump),
+        "scorer_tree": dump_tree(scenario.objective_scorer_dump),
     }
     return render(request, "memory/scenario_detail.html", context)

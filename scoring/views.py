@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from memory.filters import AttackResultFilterSet
 from memory.models import AttackResult, IdentifierDump, Score
-from memory.presenters import ScoreView, message_views
+from memory.presenters import ScoreView, TreesOnce, dump_tree, message_views
 from memory.querysets import (
     MAX_RELATED_SHOWN,
     attack_results_for_detail,
@@ -35,7 +35,7 @@ from memory.views import filter_form_context
 from redteam.common.pagination import BadCursor, request_page
 from redteam.common.roles import can_record_verdicts, viewer_required
 from redteam.core.textview import display_text
-from redteam.core.trees import TreeNode, parse_dump
+from redteam.core.trees import TreeNode
 from scoring.review import (
     REVIEW_VIEWS,
     disagrees,
@@ -78,29 +78,6 @@ class ResultView:
     effective: str = ""
     disagree: bool = False
     related: list[Any] = field(default_factory=list)
-
-
-class _TreesOnce:
-    """Display trees for one page, each distinct dump built and shown once.
-
-    A thousand scores by one scorer would otherwise repeat its whole tree a thousand times;
-    later uses keep their link to the identifier page instead.
-    """
-
-    def __init__(self) -> None:
-        self.seen: set[str] = set()
-
-    def __call__(self, dump: IdentifierDump | None) -> TreeNode | None:
-        """The dump's tree the first time it is asked for on this page, else None."""
-        if dump is None or dump.digest in self.seen:
-            return None
-        self.seen.add(dump.digest)
-        return _tree(dump)
-
-
-def _tree(dump: IdentifierDump | None) -> TreeNode | None:
-    # The row's hash (computed at ingest) wins over the dump's, which a client may omit.
-    return parse_dump(dump.dump_json, dump.identifier_id) if dump is not None else None
 
 
 def _promote_context(user: Any) -> dict[str, Any]:
@@ -204,7 +181,7 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
         if pieces or results
         else []
     )
-    tree_once = _TreesOnce()
+    tree_once = TreesOnce()
     score_views = {s.id: ScoreView(s, tree_once(s.scorer_dump)) for s in scores}
     by_piece: dict[uuid.UUID, list[ScoreView]] = {}
     for s in scores:
@@ -255,7 +232,7 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
 
 def _conversation_trees(conversation: Any, pieces: list[Any]) -> tuple[TreeNode | None, Any]:
     """The target tree (1.x Conversation or 0.13 pieces) and a 0.13 piece-level attack tree."""
-    target = _tree(conversation.target_dump)
+    target = dump_tree(conversation.target_dump)
     wanted: set[str] = set()
     if target is None:
         wanted.update(p.target_dump_id for p in pieces if p.target_dump_id)
@@ -265,9 +242,9 @@ def _conversation_trees(conversation: Any, pieces: list[Any]) -> tuple[TreeNode 
     dumps = {d.digest: d for d in IdentifierDump.objects.filter(digest__in=wanted)}
     if target is None:
         first = next((p.target_dump_id for p in pieces if p.target_dump_id), None)
-        target = _tree(dumps.get(first)) if first else None
+        target = dump_tree(dumps.get(first)) if first else None
     attack_digest = next((p.attack_dump_id for p in pieces if p.attack_dump_id), None)
-    return target, _tree(dumps.get(attack_digest)) if attack_digest else None
+    return target, dump_tree(dumps.get(attack_digest)) if attack_digest else None
 
 
 @require_POST
@@ -406,7 +383,7 @@ def attack_result_detail(request: HttpRequest, attack_result_id: uuid.UUID) -> H
         .select_related("scorer_dump", "reviewer")
         .order_by("-timestamp", "-ingested_at")
     )
-    tree_once = _TreesOnce()
+    tree_once = TreesOnce()
     verdicts = [ScoreView(s, tree_once(s.scorer_dump)) for s in scores if s.source == "human"]
     last = next((s for s in scores if s.id == result.last_score_id), None)
     human = verdicts[0].score if verdicts else None
@@ -416,7 +393,7 @@ def attack_result_detail(request: HttpRequest, attack_result_id: uuid.UUID) -> H
             human=human,
             verdicts=verdicts,
             last_score=ScoreView(last, tree_once(last.scorer_dump)) if last else None,
-            tree=_tree(result.atomic_attack_dump),
+            tree=dump_tree(result.atomic_attack_dump),
             effective=effective_outcome(result.outcome, human),
             disagree=disagrees(result.outcome, human),
             related=list(getattr(result, "related_shown", [])),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from redteam.core.identity import ComponentIdentifier
@@ -70,3 +71,18 @@ def test_eval_hash_differences_are_metadata() -> None:
     a, b = _attack(), _attack()
     b["eval_hash"] = "e" * 64
     assert [(d.path, d.kind) for d in diff_dumps(a, b)] == [("$.eval_hash", "metadata")]
+
+
+def test_a_stored_dump_is_shown_under_its_rows_hash_and_once_per_page() -> None:
+    from memory.models import IdentifierDump
+    from memory.presenters import TreesOnce, dump_tree
+
+    row_hash = "a" * 64
+    without = {k: v for k, v in _attack().items() if k != "hash"}
+    dump = IdentifierDump(digest="d" * 64, identifier_id=row_hash, dump_json=json.dumps(without))
+    tree = dump_tree(dump)
+    assert tree is not None and tree.hash == row_hash and tree.link_hash == row_hash
+    assert dump_tree(None) is None
+    once = TreesOnce()
+    first, again = once(dump), once(dump)
+    assert first is not None and first.hash == row_hash and again is None
