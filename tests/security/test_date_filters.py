@@ -1,44 +1,66 @@
 """A bare date includes its whole day on every date filter of every list, API and pages.
 
-The filters come from the FilterSets (every DateBoundFilter), the lists that use them from the
-URL resolver (a viewset's `filterset_class`, a page's `filterset` in its context), so a new date
+The filters come from the FilterSets (every DateBoundFilter of every FilterSet the project
+defines, found once the URLconf has imported every view), the lists that use them from the URL
+resolver (a viewset's `filterset_class`, a page's `filterset` in its context), so a new date
 filter or list is covered without editing this file.
 """
 
 from __future__ import annotations
 
-import inspect
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 
 import django_filters as df
 import pytest
 from django.test import Client
-from django.urls import resolve
+from django.urls import get_resolver, resolve
 
-import memory.filters
-import seeds.filters
 from redteam.common.datebounds import DateBoundFilter, parse_date_bound
 from tests.security.conftest import Memory, Roles
 from tests.security.test_access_matrix import _classify, _fill, all_routes
 
 pytestmark = pytest.mark.django_db
 
-FILTER_MODULES = (memory.filters, memory.filters, seeds.filters)
+PROJECT_PACKAGES = ("memory", "scoring", "seeds", "redteam")
+# Every row of the filtered table is moved to one instant around this day in turn.
+DAY = date(2026, 1, 1)
+LAST_MOMENT = datetime.combine(DAY, time.max, tzinfo=UTC)  # 23:59:59.999999
+FIRST_MOMENT = datetime.combine(DAY, time.min, tzinfo=UTC)
+# (instant of every row, included by before=DAY, included by after=DAY)
+INSTANTS = (
+    (FIRST_MOMENT - timedelta(microseconds=1), True, False),  # the day before, 23:59:59.999999
+    (FIRST_MOMENT, True, True),
+    (FIRST_MOMENT.replace(hour=23, minute=59), True, True),
+    (LAST_MOMENT, True, True),
+    (LAST_MOMENT + timedelta(microseconds=1), False, True),  # the day after, 00:00
+)
 
 
 def _filtersets() -> list[type[df.FilterSet]]:
-    """Every FilterSet the project defines."""
-    found = set()
-    for module in FILTER_MODULES:
-        for _, obj in inspect.getmembers(module, inspect.isclass):
-            if issubclass(obj, df.FilterSet) and obj.__module__ == module.__name__:
-                found.add(obj)
-    return sorted(found, key=lambda c: c.__name__)
+    """Every FilterSet the project defines (the URLconf imports every view that uses one)."""
+    get_resolver().url_patterns  # noqa: B018  (imports every view module)
+    found: set[type[df.FilterSet]] = set()
+    stack = list(df.FilterSet.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        if cls.__module__.split(".")[0] in PROJECT_PACKAGES:
+            found.add(cls)
+    return sorted(found, key=lambda c: f"{c.__module__}.{c.__name__}")
 
 
 def _date_filters(filterset: type[df.FilterSet]) -> dict[str, df.Filter]:
     """name -> filter for the FilterSet's date bounds."""
     return {n: f for n, f in filterset.base_filters.items() if isinstance(f, DateBoundFilter)}
+
+
+DATE_FILTERS = [(fs, name) for fs in _filtersets() for name in _date_filters(fs)]
+
+
+def test_the_date_filters_are_found() -> None:
+    """Lists with dates: pieces, conversations, scores, attack results, scenarios, seeds."""
+    names = {fs.__name__ for fs, _ in DATE_FILTERS}
+    assert len(DATE_FILTERS) >= 12 and len(names) >= 6, DATE_FILTERS
 
 
 def test_every_date_filter_is_the_shared_bound() -> None:
@@ -109,29 +131,26 @@ def _count(client: Client, path: str, is_api: bool, params: dict[str, str]) -> i
     return len(response.context["rows"])
 
 
-def test_bare_date_includes_its_whole_day_on_every_date_filter(
-    roles: Roles, memory: Memory
+@pytest.mark.parametrize(
+    ("filterset", "name"), DATE_FILTERS, ids=[f"{fs.__name__}.{n}" for fs, n in DATE_FILTERS]
+)
+def test_bare_date_includes_its_whole_day(
+    roles: Roles, memory: Memory, filterset: type[df.FilterSet], name: str
 ) -> None:
-    lists = _lists(roles, memory)
-    covered = {fs for _, _, fs, _ in lists}
-    with_dates = {fs for fs in _filtersets() if _date_filters(fs)}
-    assert with_dates <= covered, f"date filters no list exposes: {with_dates - covered}"
-    checked = 0
-    for path, client, filterset, is_api in lists:
-        model = filterset._meta.model
-        for name, f in _date_filters(filterset).items():
-            upper = f.lookup_expr == "lte"
-            stored = model.objects.exclude(**{f.field_name: None}).values_list(
-                f.field_name, flat=True
-            )
-            moment: datetime = max(stored) if upper else min(stored)
-            day: date = moment.astimezone(UTC).date()
-            edge = "T23:59:59.999999+00:00" if upper else "T00:00:00+00:00"
-            outside = day + timedelta(days=-1 if upper else 1)
-            bare = _count(client, path, is_api, {name: day.isoformat()})
-            explicit = _count(client, path, is_api, {name: day.isoformat() + edge})
-            beyond = _count(client, path, is_api, {name: outside.isoformat()})
-            assert bare == explicit > 0, (path, name, bare, explicit)
-            assert beyond < bare, (path, name, beyond, bare)
-            checked += 1
-    assert checked >= 10, checked
+    """`before=DAY` keeps a row at 23:59 of DAY and drops one at 00:00 the day after;
+    `after=DAY` keeps a row at 00:00 (and 23:59) of DAY and drops one at 23:59 the day before.
+    On every list (API and page) the FilterSet serves."""
+    lists = [(p, c, api) for p, c, fs, api in _lists(roles, memory) if fs is filterset]
+    assert lists, f"{filterset.__name__}.{name}: no list exposes this date filter"
+    date_filter = _date_filters(filterset)[name]
+    upper = date_filter.lookup_expr == "lte"
+    rows = filterset._meta.model._default_manager.all()
+    assert rows.exists(), f"no {filterset._meta.model.__name__} row to filter"
+    for instant, before_keeps, after_keeps in INSTANTS:
+        rows.update(**{date_filter.field_name: instant})
+        kept = before_keeps if upper else after_keeps
+        for path, client, is_api in lists:
+            every = _count(client, path, is_api, {})
+            assert every > 0, path
+            got = _count(client, path, is_api, {name: DAY.isoformat()})
+            assert got == (every if kept else 0), (path, name, instant.isoformat(), got, every)
