@@ -120,18 +120,7 @@ class SeedInDatasetInline(_ServiceInline):
 
     fk_name = "dataset"
     raw_id_fields = ["group"]
-    fields = [
-        "group",
-        "position",
-        "seed_type",
-        "role",
-        "sequence",
-        "data_type",
-        "value",
-        "harm_categories",
-        "is_general_technique",
-        "value_sha256",
-    ]
+    fields = ["group", *SeedInGroupInline.fields]
 
 
 class GroupInDatasetInline(admin.TabularInline):
@@ -154,7 +143,7 @@ class SeedDatasetAdmin(SimpleHistoryAdmin):
     search_fields = ["dataset_name", "name", "description"]
     readonly_fields = ["name_as_shown", "contents", "created_at", "updated_at"]
     actions = ["export_selected"]
-    change_list_template = "admin/seeds/seeddataset/change_list.html"
+    change_list_template = "admin/seeds/change_list_with_import.html"
     fieldsets = [
         (
             None,
@@ -414,7 +403,7 @@ class SeedAdmin(SimpleHistoryAdmin):
         "updated_at",
     ]
     actions = ["export_selected", "move_to_dataset", "add_harm_category", "remove_harm_category"]
-    change_list_template = "admin/seeds/seed/change_list.html"
+    change_list_template = "admin/seeds/change_list_with_import.html"
     fieldsets = [
         (
             None,

@@ -41,22 +41,16 @@ def _remember_revoked(sender: type[ApiKey], instance: ApiKey, **kwargs: Any) -> 
 @receiver(post_save, sender=ApiKey)
 def _audit_key_saved(sender: type[ApiKey], instance: ApiKey, created: bool, **kwargs: Any) -> None:
     """api_key.create on creation; api_key.revoke when `revoked` turns true."""
-    if created:
-        record_audit(
-            action="api_key.create",
-            object_type=OBJECT_TYPE,
-            object_id=instance.prefix,
-            detail=_key_detail(instance),
-            using=kwargs.get("using"),
-        )
-    if instance.revoked and not getattr(instance, "_audit_was_revoked", False):
-        record_audit(
-            action="api_key.revoke",
-            object_type=OBJECT_TYPE,
-            object_id=instance.prefix,
-            detail=_key_detail(instance),
-            using=kwargs.get("using"),
-        )
+    revoked = instance.revoked and not getattr(instance, "_audit_was_revoked", False)
+    for action, happened in (("api_key.create", created), ("api_key.revoke", revoked)):
+        if happened:
+            record_audit(
+                action=action,
+                object_type=OBJECT_TYPE,
+                object_id=instance.prefix,
+                detail=_key_detail(instance),
+                using=kwargs.get("using"),
+            )
     instance._audit_was_revoked = instance.revoked  # type: ignore[attr-defined]
 
 

@@ -119,12 +119,12 @@ def _pieces(selection: RunSelection) -> Iterator[dict[str, Any]]:
         )
 
 
-def _chunked(query: QuerySet[Any]) -> Iterator[list[Any]]:
-    """A whole ordered table, ROWS_PER_CHUNK rows per query (keyset on the primary key)."""
+def _chunked(query: QuerySet[Any], size: int = ROWS_PER_CHUNK) -> Iterator[list[Any]]:
+    """A whole ordered table, `size` rows per query (keyset on the primary key)."""
     last: Any = None
     while True:
         page = query if last is None else query.filter(pk__gt=last)
-        rows = list(page.order_by("pk")[:ROWS_PER_CHUNK])
+        rows = list(page.order_by("pk")[:size])
         if not rows:
             return
         yield rows
@@ -208,14 +208,8 @@ def _scenario_results(selection: RunSelection) -> Iterator[dict[str, Any]]:
         if not wanted:
             return
         scenarios = scenarios.filter(pk__in=wanted)
-    last: Any = None
-    while True:
-        page = scenarios if last is None else scenarios.filter(pk__gt=last)
-        rows = list(page.order_by("pk")[:SCENARIOS_PER_CHUNK])
-        if not rows:
-            return
+    for rows in _chunked(scenarios, SCENARIOS_PER_CHUNK):
         yield from export_scenarios_page(rows, "1.x", max_results=None)
-        last = rows[-1].pk
 
 
 def _seeds(selection: RunSelection) -> Iterator[dict[str, Any]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test.client import Client
@@ -361,3 +361,19 @@ def test_group_admin_shows_the_pyrit_class(admin_client_for: Client) -> None:
     response = admin_client_for.get(reverse("admin:seeds_seedgroup_changelist"))
     assert b"AttackSeedGroup" in response.content
     assert SeedGroup.objects.count() == 1
+
+
+@pytest.mark.parametrize("model", ["seed", "seeddataset"])
+def test_both_lists_offer_the_import_only_to_who_may_import(
+    admin_client_for: Client, curator: User, model: str
+) -> None:
+    url = reverse(f"admin:seeds_{model}_changelist")
+    assert b"Import .prompt files" in admin_client_for.get(url).content
+    curator.user_permissions.remove(
+        Permission.objects.get(content_type__app_label="seeds", codename="add_seeddataset")
+    )
+    client = Client()
+    client.force_login(User.objects.get(pk=curator.pk))
+    assert client.get(url).status_code == 200
+    assert b"Import .prompt files" not in client.get(url).content
+    assert client.get(reverse("admin:seeds_seeddataset_import")).status_code == 403
