@@ -33,6 +33,7 @@ from memory.shapes import (
     SCORE_KEYS_ENTRY,
 )
 from redteam.common.api_schema import (
+    OPTIONAL_SHA256_PATTERN,
     SHA256_PATTERN,
     ClosedSerializer,
     EnumField,
@@ -160,7 +161,7 @@ class PyritIdentifierSchema(OpenApiSerializerExtension):
                 "pyrit_version": {"type": "string", "maxLength": 32, "nullable": True},
                 "eval_hash": {
                     "type": "string",
-                    "pattern": r"^([0-9a-f]{64})?$",
+                    "pattern": OPTIONAL_SHA256_PATTERN,
                     "nullable": True,
                 },
                 "children": {
@@ -207,7 +208,7 @@ def _identifier_row_fields() -> dict[str, Any]:
         "attributes": _free_object("1.1's attributes bucket (free-form)."),
         "pyrit_version": _optional_text(max_length=32),
         "eval_hash": RawField(
-            {"type": "string", "pattern": r"^([0-9a-f]{64})?$"},
+            {"type": "string", "pattern": OPTIONAL_SHA256_PATTERN},
             allow_null=True,
             help_text="The eval hash stamped on the first dump seen.",
         ),

@@ -30,11 +30,14 @@ from drf_spectacular.extensions import (
 from drf_spectacular.plumbing import ResolvedComponent, get_doc
 from rest_framework import serializers
 
+from redteam.core import digests
+
 if TYPE_CHECKING:
     from drf_spectacular.openapi import AutoSchema
     from drf_spectacular.utils import Direction
 
 __all__ = [
+    "OPTIONAL_SHA256_PATTERN",
     "SHA256_PATTERN",
     "TIMESTAMP_013_PATTERN",
     "TIMESTAMP_1X_PATTERN",
@@ -51,7 +54,10 @@ __all__ = [
 TIMESTAMP_1X_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?Z$"
 # Python's isoformat() of a UTC datetime (0.13 to_dict, 1.1 ScoreEntry): "+00:00".
 TIMESTAMP_013_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?\+00:00$"
-SHA256_PATTERN = r"^[0-9a-f]{64}$"
+# A digest (redteam.core.digests), anchored: OpenAPI patterns are searched, not matched. A
+# hash that may be empty (an eval hash PyRIT left blank) is the optional one.
+SHA256_PATTERN = digests.SHA256_ANCHORED
+OPTIONAL_SHA256_PATTERN = rf"^({digests.SHA256_PATTERN})?$"
 
 
 def component_ref(name: str) -> dict[str, str]:
