@@ -313,7 +313,8 @@ def _timestamp(value: Any, line: str) -> Any:
     except OverflowError:
         return value  # out of range in UTC: the server names it, as for a pushed item
     if line == "1.x":
-        return parsed.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        # isoformat, not strftime: strftime("%Y") drops the zero padding of years before 1000.
+        return parsed.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
     return parsed.isoformat()
 
 

@@ -15,8 +15,8 @@ def timestamp_1x(value: datetime | None) -> str | None:
     ``2026-11-22T03:00:00Z`` when there are no microseconds (pydantic leaves them out)."""
     if value is None:
         return None
-    utc = value.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if utc.microsecond else "%Y-%m-%dT%H:%M:%SZ")
+    # isoformat, not strftime: strftime("%Y") drops the zero padding of years before 1000.
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat() + "Z"
 
 
 def timestamp_013(value: datetime | None) -> str | None:

@@ -534,3 +534,17 @@ def test_a_conversation_id_holding_nul_is_one_id_everywhere(api: APIClient) -> N
     assert {p.conversation_id for p in pieces} == {cid} and pieces.count() == 2
     again = raw_ingest(api, json.dumps(payload)).json()
     assert again["errors"] == 0 and again["stored"] == 0
+
+
+@pytest.mark.parametrize("stamp", ["0028-06-27T01:02:03Z", "0999-01-01T00:00:00.000005Z"])
+def test_a_year_before_1000_reads_back_zero_padded_in_both_shapes(
+    api: APIClient, stamp: str
+) -> None:
+    row = piece("early-years", 0, timestamp=stamp)
+    assert ingest(api, {"message_pieces": [row]}).status_code == 200
+    one = api.get("/api/v1/message-pieces/", {"conversation_id": "early-years"}).json()
+    assert one["results"][0]["timestamp"] == stamp
+    legacy = api.get(
+        "/api/v1/message-pieces/", {"conversation_id": "early-years", "shape": "0.13"}
+    ).json()
+    assert legacy["results"][0]["timestamp"] == stamp.replace("Z", "+00:00")
