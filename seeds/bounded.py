@@ -122,7 +122,7 @@ def _run_child(
         try:
             os.close(read_fd)
             _child(function, items, start, write_fd, limits)
-        except BaseException:  # noqa: BLE001 - the child must never return into the parent
+        except BaseException:  # the child must never return into the parent
             code = 1
         finally:
             os._exit(code)
@@ -157,7 +157,8 @@ def _run_child(
                 (size,) = _HEADER.unpack_from(buffer)
                 if len(buffer) < _HEADER.size + size:
                     break
-                outcomes[position] = pickle.loads(buffer[_HEADER.size : _HEADER.size + size])  # noqa: S301 - our own child's bytes
+                # Unpickling is safe: these are our own child's bytes.
+                outcomes[position] = pickle.loads(buffer[_HEADER.size : _HEADER.size + size])
                 buffer = buffer[_HEADER.size + size :]
                 position += 1
                 item_deadline = min(time.monotonic() + limits.item_seconds, batch_deadline)
@@ -193,7 +194,7 @@ def _child(
             outcome = Outcome(False, problem="went over the memory limit for one template")
         except RecursionError:
             outcome = Outcome(False, problem="nests too deeply")
-        except Exception as exc:  # noqa: BLE001 - reported to the parent as a problem
+        except Exception as exc:  # reported to the parent as a problem
             outcome = Outcome(False, problem=f"{type(exc).__name__}: {exc}")
         data = pickle.dumps(outcome)
         view = memoryview(_HEADER.pack(len(data)) + data)

@@ -29,6 +29,7 @@ from seeds.parsing import ParsedSeed, comparable, parse_item
 __all__ = [
     "SeedRulesError",
     "add_harm_category",
+    "add_promoted_seed",
     "attach_media",
     "check_seed_changes",
     "delete_seeds",
@@ -37,7 +38,6 @@ __all__ = [
     "import_dataset",
     "link_media",
     "move_seeds_to_dataset",
-    "add_promoted_seed",
     "remove_harm_category",
     "rename_dataset",
     "save_seed_changes",

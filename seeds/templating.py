@@ -205,7 +205,7 @@ class GuardedSandbox(SandboxedEnvironment):
         result = super().call_binop(context, operator, left, right)
         return _check_size(result, f"operator {operator!r}")
 
-    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         """Every call (methods, macros, globals) is sandboxed and size-checked."""
         name = getattr(__obj, "__name__", "call")
         _check_arguments(args, kwargs, f"{name}()")
@@ -335,7 +335,7 @@ def _silent_in_child(item: tuple[str, Mapping[str, Any]]) -> Result:
         return (_OK, _run_budgeted(env, value, params))
     except TemplateBudgetExceeded as exc:
         return (_BUDGET, str(exc))
-    except Exception:  # noqa: BLE001 - PyRIT returns the value unchanged on any render error
+    except Exception:  # PyRIT returns the value unchanged on any render error
         return (_OK, value)
 
 
@@ -350,7 +350,7 @@ def _strict_in_child(item: tuple[str, Mapping[str, Any]]) -> Result:
         return (_ERROR, exc.message)
     except TemplateBudgetExceeded as exc:
         return (_BUDGET, str(exc))
-    except Exception as exc:  # noqa: BLE001 - PyRIT wraps every failure the same way
+    except Exception as exc:  # PyRIT wraps every failure the same way
         return (_ERROR, str(exc))
 
 
@@ -379,7 +379,7 @@ def _problems_in_child(item: tuple[str, list[str]]) -> Result:
         return (_BUDGET, str(exc))
     except SecurityError as exc:
         problems.append(f"The template is refused by the sandbox: {exc}")
-    except Exception:  # noqa: BLE001, S110 - placeholder values may not fit; that is not a defect
+    except Exception:  # placeholder values may not fit; that is not a defect
         pass
     return (_OK, problems)
 

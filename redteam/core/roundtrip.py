@@ -34,10 +34,10 @@ from typing import Any, Final
 
 __all__ = [
     "RELOAD_DESCRIPTIONS",
-    "SameIdentifier",
     "SEED_FIELDS_NOT_PERSISTED",
     "SEED_LIST_FIELDS",
     "TRACEBACK_LIMIT",
+    "SameIdentifier",
     "identifier_compared",
     "related_compared",
     "related_description",

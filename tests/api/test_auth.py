@@ -58,8 +58,11 @@ def _api_routes() -> list[str]:
 
 def test_every_api_route_refuses_anonymous_get_and_post() -> None:
     routes = _api_routes()
-    assert INGEST in routes and "/api/schema/" in routes and "/api/docs/" in routes
-    assert "/api/v1/message-pieces/" in routes and len(routes) >= 17
+    assert INGEST in routes
+    assert "/api/schema/" in routes
+    assert "/api/docs/" in routes
+    assert "/api/v1/message-pieces/" in routes
+    assert len(routes) >= 17
     client = APIClient()
     for route in routes:
         for method in ("get", "post"):
@@ -136,7 +139,8 @@ def test_ingest_only_key_cannot_read(make_key: KeyFactory) -> None:
     client = bearer_client(make_key("ingest"))
     response = client.get(READ)
     assert response.status_code == 403
-    assert b"scope" in response.content and b"read" in response.content
+    assert b"scope" in response.content
+    assert b"read" in response.content
     assert client.post(INGEST, {}, format="json").status_code == 200
 
 
@@ -199,10 +203,13 @@ def test_create_api_key_prints_a_working_key_once(user: User, capsys: Any) -> No
     call_command("create_api_key", "--user", user.username, "--scopes", "ingest,read")
     out, err = capsys.readouterr()
     key = out.strip()
-    assert "." in key and "shown once" in err
+    assert "." in key
+    assert "shown once" in err
     api_key = ApiKey.objects.get()
-    assert api_key.user == user and sorted(api_key.scopes) == ["ingest", "read"]
-    assert key not in api_key.hashed_key and api_key.hashed_key.startswith("sha512$$")
+    assert api_key.user == user
+    assert sorted(api_key.scopes) == ["ingest", "read"]
+    assert key not in api_key.hashed_key
+    assert api_key.hashed_key.startswith("sha512$$")
     assert AuditEvent.objects.filter(action="api_key.create", object_id=api_key.prefix).exists()
     assert bearer_client(key).post(INGEST, {}, format="json").status_code == 200
 

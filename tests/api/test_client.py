@@ -71,16 +71,16 @@ def test_push_fixture_rows_in_batches_and_read_them_back(
         seeds=payload["seeds"],
     )
     assert result.batches >= total // 7
-    assert result.stored + result.unchanged == total and result.errors == 0
+    assert result.stored + result.unchanged == total
+    assert result.errors == 0
     back = {p["id"]: p for p in client.iter_list("message-pieces", page_size=5)}
     for row in payload["message_pieces"]:
         assert not field_differences(without_annotations(row), back[row["id"]])
     assert len(list(client.iter_list("scores"))) == len(payload["scores"])
 
     again = client.push(pieces=payload["message_pieces"], scores=payload["scores"])
-    assert again.stored == 0 and again.unchanged == len(payload["message_pieces"]) + len(
-        payload["scores"]
-    )
+    assert again.stored == 0
+    assert again.unchanged == len(payload["message_pieces"]) + len(payload["scores"])
 
 
 def test_push_accepts_pyrit_objects_and_messages(client: RedteamClient) -> None:
@@ -102,7 +102,8 @@ def test_batches_never_split_a_message(client: RedteamClient) -> None:
     pieces = [factories.piece(cid, 0, "user", f"part {i}") for i in range(3)]
     pieces.append(factories.piece(cid, 1, "assistant", "reply"))
     result = client.push(pieces=pieces)
-    assert result.stored == 4 and result.batches == 2
+    assert result.stored == 4
+    assert result.batches == 2
     conversation = client.conversation(cid)
     assert [len(m["pieces"]) for m in conversation["messages"]] == [3, 1]
 
@@ -116,7 +117,8 @@ def test_rejected_items_raise_with_the_callers_indexes(client: RedteamClient) ->
     assert [r["index"] for r in error.rejected] == [8]
     assert error.rejected[0]["id"] == rows[8]["id"]
     assert error.rejected[0]["errors"][0]["field"] == "role"
-    assert "message_pieces[8]" in str(error) and "role" in str(error)
+    assert "message_pieces[8]" in str(error)
+    assert "role" in str(error)
     assert error.result.stored == 9  # everything else went in
     assert MessagePiece.objects.count() == 9
 
@@ -142,7 +144,8 @@ def test_network_errors_and_5xx_are_retried_idempotently(
     monkeypatch.setattr(client, "_request_once", flaky)
     rows = factories.conversation_pieces(3)
     result = client.push(pieces=rows)
-    assert result.stored + result.unchanged == 3 and result.errors == 0
+    assert result.stored + result.unchanged == 3
+    assert result.errors == 0
     assert MessagePiece.objects.count() == 3
     assert len(client.slept) == 3  # type: ignore[attr-defined]
     assert client.slept[1] > client.slept[0] / 2  # type: ignore[attr-defined]
@@ -166,14 +169,16 @@ def test_client_errors_are_not_retried(live_server: Any, make_key: KeyFactory) -
     bad = RedteamClient(live_server.url, "aaaaaaaa.wrong", sleep=slept.append)
     with pytest.raises(RedteamHTTPError) as excinfo:
         bad.push(pieces=factories.conversation_pieces(1))
-    assert excinfo.value.status == 401 and slept == []
+    assert excinfo.value.status == 401
+    assert slept == []
 
 
 def test_oversized_batches_are_split_on_413(client: RedteamClient, settings: Any) -> None:
     settings.REDTEAM_MAX_ITEMS = 3
     client.batch_size = 100
     result = client.push(pieces=factories.conversation_pieces(10))
-    assert result.stored == 10 and result.batches >= 4
+    assert result.stored == 10
+    assert result.batches >= 4
 
 
 def test_atomic_push_must_fit_one_batch(client: RedteamClient) -> None:
@@ -204,10 +209,12 @@ def test_push_uploads_local_media_once_and_links_it(
         factories.piece(cid, 0, "user", "describe this image"),
     ]
     result = client.push(pieces=rows)
-    assert result.media_uploaded == 1 and result.stored == 2
+    assert result.media_uploaded == 1
+    assert result.stored == 2
     blob = MediaBlob.objects.get(sha256=digest)
     piece = MessagePiece.objects.get(id=rows[0]["id"])
-    assert piece.original_media_id == blob.sha256 and piece.original_value == str(image)
+    assert piece.original_media_id == blob.sha256
+    assert piece.original_value == str(image)
     # A second push finds the bytes on the server and uploads nothing.
     assert client.push(pieces=rows).media_uploaded == 0
 
@@ -261,7 +268,8 @@ def test_split_batches_report_the_callers_indexes_in_every_list(
         client.push(pieces=rows, scores=scores)
     rejected = {(r["kind"], r["index"]) for r in excinfo.value.rejected}
     assert rejected == {("message_pieces", 4), ("scores", 2)}
-    assert "message_pieces[4]" in str(excinfo.value) and "scores[2]" in str(excinfo.value)
+    assert "message_pieces[4]" in str(excinfo.value)
+    assert "scores[2]" in str(excinfo.value)
     assert excinfo.value.result.stored == 5 + 2
 
 
@@ -310,7 +318,8 @@ def test_nan_and_infinity_in_metadata_are_sent_as_pyrit_writes_them(
 
     client._request_once = spy  # type: ignore[method-assign]
     result = client.push(pieces=rows, scores=[score])
-    assert b'"ratio":NaN' in sent[0] and b'"entropy":Infinity' in sent[0]
+    assert b'"ratio":NaN' in sent[0]
+    assert b'"entropy":Infinity' in sent[0]
     assert result.stored == 3
     back = client.get(f"scores/{score['id']}/")
     assert back["score_metadata"]["ratio"] != back["score_metadata"]["ratio"]  # NaN
@@ -347,10 +356,13 @@ def test_a_prepended_image_without_sha256_is_attached_after_push(
         factories.piece(cid, 1, "assistant", "a checkerboard"),
     ]
     result = client.push(pieces=rows)
-    assert result.stored == 2 and result.media_uploaded == 2  # one upload per side
+    # one upload per side
+    assert result.stored == 2
+    assert result.media_uploaded == 2
     piece = MessagePiece.objects.get(id=rows[0]["id"])
     digest = hashlib.sha256(data).hexdigest()
-    assert piece.original_media_id == digest and piece.converted_media_id == digest
+    assert piece.original_media_id == digest
+    assert piece.converted_media_id == digest
     assert piece.converted_value_sha256 is None  # PyRIT's row is kept as it was
     # A second push changes nothing.
     again = client.push(pieces=rows)

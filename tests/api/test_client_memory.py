@@ -144,7 +144,8 @@ def test_push_memory_by_labels_brings_every_conversation_the_results_reference(
     # Every score of those pieces (by original_prompt_id), and nothing of other runs.
     piece_ids = {p["id"] for p in pieces}
     scores = list(client.iter_list("scores"))
-    assert scores and all(s["message_piece_id"] in piece_ids for s in scores)
+    assert scores
+    assert all(s["message_piece_id"] in piece_ids for s in scores)
     # The conversation rows came too: target identifiers.
     assert client.conversation("8a03ed75-c712-4a63-9a83-1c16efdefbd6")["target_identifier"]
 
@@ -268,7 +269,8 @@ def test_push_memory_of_a_memory_object_sends_what_the_file_selection_sends(
     by_object = new_client(live_server.url)
     memory = fake(path)
     result = by_object.push_memory(memory, labels=labels)
-    assert result.rejected == [] and "get_attack_results" in memory.calls
+    assert result.rejected == []
+    assert "get_attack_results" in memory.calls
     assert api_snapshot(by_object) == from_file
 
 
@@ -348,7 +350,8 @@ def test_prepended_image_without_sha256_is_attached_by_push_memory(
     assert not MessagePiece.objects.filter(id=image_id).exists()  # nothing selected
     result = client.push_memory(str(path), raise_on_rejected=False)
     piece = MessagePiece.objects.get(id=image_id)
-    assert piece.original_media_id and piece.original_media_id == piece.converted_media_id
+    assert piece.original_media_id
+    assert piece.original_media_id == piece.converted_media_id
     # The run's own image path is not readable on this machine: reported, not fatal.
     assert "/home/operator/pyrit-run/media/fixture_checkerboard.png" in result.media_unreadable
 
@@ -392,7 +395,9 @@ def test_push_command_prints_a_summary_and_each_rejection(
     out, err = capsys.readouterr()
     assert status == 1
     assert out.startswith(f"{path}: stored 18, unchanged 0, rejected 1")
-    assert "rejected: scores[" in err and bad in err and "score_type" in err
+    assert "rejected: scores[" in err
+    assert bad in err
+    assert "score_type" in err
     assert MessagePiece.objects.count() == 5
     # Re-running stores nothing new.
     assert main(["push", str(path), "--url", live_server.url]) == 1

@@ -55,7 +55,8 @@ def test_import_then_http_ingest_of_the_same_run_is_a_replay(
 ) -> None:
     run("import_pyrit_memory", str(fixtures_dir / line / "pyrit_memory.sqlite"), "--no-progress")
     response = api.post("/api/v1/ingest/", fixture_payload(fixtures_dir, line), format="json")
-    assert response.status_code == 200 and response.json()["stored"] == 0
+    assert response.status_code == 200
+    assert response.json()["stored"] == 0
 
 
 def test_import_pyrit_memory_rejects_a_missing_or_foreign_file(tmp_path: Path) -> None:

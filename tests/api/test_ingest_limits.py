@@ -87,7 +87,8 @@ def test_replay_is_200_and_stores_nothing_new(api: APIClient, fake_services: Non
     post(api, batch)
     response = post(api, batch)
     assert response.status_code == 200
-    assert response.json()["unchanged"] == 1 and response.json()["stored"] == 0
+    assert response.json()["unchanged"] == 1
+    assert response.json()["stored"] == 0
     assert FAKE.count() == 1
 
 
@@ -116,7 +117,8 @@ def test_conflict_is_reported_per_item_and_nothing_is_overwritten(
     response = post(api, {"scores": [{"id": "a", "v": 2}, {"id": "b"}]})
     assert response.status_code == 207
     item = response.json()["items"][0]
-    assert item["status"] == "rejected" and item["errors"][0]["code"] == "conflict"
+    assert item["status"] == "rejected"
+    assert item["errors"][0]["code"] == "conflict"
     assert FAKE.get(object_id="a").detail == {"id": "a", "v": 1}
 
 
@@ -126,7 +128,9 @@ def test_atomic_batch_with_a_rejected_item_stores_nothing(
     response = post(api, {"seeds": [{"id": "ok"}, {"id": "no", "bad": True}]}, "?atomic=1")
     assert response.status_code == 207
     body = response.json()
-    assert body["stored"] == 0 and body["errors"] == 1 and body["rolled_back"] is True
+    assert body["stored"] == 0
+    assert body["errors"] == 1
+    assert body["rolled_back"] is True
     assert [i["status"] for i in body["items"]] == ["rolled_back", "rejected"]
     assert not FAKE.exists()
 

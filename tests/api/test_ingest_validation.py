@@ -139,7 +139,8 @@ def test_valid_float_scores_at_the_bounds_are_accepted(api: APIClient) -> None:
     ]
     scores.append(factories.score(piece, score_value="False"))  # PyRIT is case-insensitive
     response = api.post(URL, {"scores": scores}, format="json")
-    assert response.status_code == 200 and response.json()["stored"] == 3
+    assert response.status_code == 200
+    assert response.json()["stored"] == 3
 
 
 RESULT_RULES: list[tuple[str, dict[str, Any], str]] = [
@@ -183,9 +184,11 @@ def test_conflict_names_the_id_and_keeps_the_stored_content(api: APIClient) -> N
     response = api.post(URL, {"message_pieces": [changed]}, format="json")
     assert response.status_code == 207
     item = response.json()["items"][0]
-    assert item["status"] == "rejected" and item["id"] == piece["id"]
+    assert item["status"] == "rejected"
+    assert item["id"] == piece["id"]
     error = item["errors"][0]
-    assert error["code"] == "conflict" and piece["id"] in error["message"]
+    assert error["code"] == "conflict"
+    assert piece["id"] in error["message"]
     assert MessagePiece.objects.get(id=piece["id"]).converted_value == piece["converted_value"]
 
 
@@ -207,10 +210,12 @@ def test_atomic_batch_with_an_invalid_piece_stores_no_piece(api: APIClient) -> N
     response = api.post(URL + "?atomic=1", {"message_pieces": pieces}, format="json")
     assert response.status_code == 207
     body = response.json()
-    assert body["stored"] == 0 and body["rolled_back"] is True
+    assert body["stored"] == 0
+    assert body["rolled_back"] is True
     assert [i["status"] for i in body["items"]] == ["rolled_back"] * 3 + ["rejected"]
     assert MessagePiece.objects.count() == 0
     # The same batch, fixed, goes in whole.
     pieces[3]["role"] = "assistant"
     response = api.post(URL + "?atomic=1", {"message_pieces": pieces}, format="json")
-    assert response.status_code == 200 and response.json()["stored"] == 4
+    assert response.status_code == 200
+    assert response.json()["stored"] == 4

@@ -46,7 +46,8 @@ def test_upload_stores_bytes_once_by_sha256(api: APIClient, png: bytes) -> None:
         "created": True,
     }
     again = upload(api, png, "other-name.png")
-    assert again.status_code == 200 and again.json()["created"] is False
+    assert again.status_code == 200
+    assert again.json()["created"] is False
     assert MediaBlob.objects.count() == 1
 
 
@@ -67,7 +68,8 @@ def test_upload_links_pieces_that_refer_to_the_bytes(api: APIClient, png: bytes)
     )
     assert upload(api, png).status_code == 201
     stored = MessagePiece.objects.get(id=piece["id"])
-    assert stored.original_media_id == digest and stored.converted_media_id == digest
+    assert stored.original_media_id == digest
+    assert stored.converted_media_id == digest
     assert stored.original_value == "/home/attacker/run/image.png"  # kept verbatim
 
 
@@ -166,7 +168,8 @@ def test_missing_reports_hashes_not_stored(api: APIClient, png: bytes) -> None:
     digest = upload(api, png).json()["sha256"]
     other = "b" * 64
     response = api.post("/api/v1/media/missing/", {"sha256": [digest, other]}, format="json")
-    assert response.status_code == 200 and response.json() == {"missing": [other]}
+    assert response.status_code == 200
+    assert response.json() == {"missing": [other]}
     assert (
         api.post("/api/v1/media/missing/", {"sha256": ["../x"]}, format="json").status_code == 400
     )
@@ -236,5 +239,6 @@ def test_named_links_never_replace_a_link_or_a_sha256(api: APIClient, png: bytes
 
 def test_named_piece_ids_must_be_uuids(api: APIClient, png: bytes) -> None:
     answer = upload(api, png, "x.png", original_piece_id=["../../etc/passwd"])
-    assert answer.status_code == 400 and "UUID" in answer.json()["detail"]
+    assert answer.status_code == 400
+    assert "UUID" in answer.json()["detail"]
     assert MediaBlob.objects.count() == 0

@@ -46,7 +46,8 @@ def test_pieces_by_label_key_value_on_their_conversation(api: APIClient, run11: 
     assert {p["conversation_id"] for p in got} == image_conversations
     assert read_all(api, "message-pieces", label="modality:audio") == []
     bad = api.get("/api/v1/message-pieces/", {"label": "no separator"})
-    assert bad.status_code == 400 and "label" in bad.json()
+    assert bad.status_code == 400
+    assert "label" in bad.json()
 
 
 def test_pieces_of_013_carry_their_own_labels(api: APIClient, fixtures_dir: Path) -> None:
@@ -109,9 +110,8 @@ def test_attack_results_by_outcome_label_and_attack(api: APIClient, run11: Any) 
     reviewed = read_all(api, "attack-results", label="review=manual")
     assert len(reviewed) == 1
     by_attack = read_all(api, "attack-results", attack="PromptSendingAttack")
-    assert by_attack and all(
-        r["outcome"] in ("success", "failure", "undetermined") for r in by_attack
-    )
+    assert by_attack
+    assert all(r["outcome"] in ("success", "failure", "undetermined") for r in by_attack)
 
 
 def test_seeds_by_dataset_type_and_harm(api: APIClient, run11: Any) -> None:
@@ -161,11 +161,13 @@ def test_identifiers_by_class_and_use_and_their_tree(api: APIClient, run11: Any)
     response = api.get(f"/api/v1/identifiers/{atomic['hash']}/")
     assert response.status_code == 200
     body = response.json()
-    assert body["class_name"] == "AtomicAttack" and body["missing"] == []
+    assert body["class_name"] == "AtomicAttack"
+    assert body["missing"] == []
     tree = body["tree"]
     attack = tree["children"]["attack_technique"]["children"]["attack"]
     expected = atomic["children"]["attack_technique"]["children"]["attack"]
-    assert attack["class_name"] == expected["class_name"] and attack["hash"] == expected["hash"]
+    assert attack["class_name"] == expected["class_name"]
+    assert attack["hash"] == expected["hash"]
     assert (
         attack["children"]["objective_target"]["hash"]
         == (expected["children"]["objective_target"]["hash"])
@@ -194,5 +196,7 @@ def test_cursor_pagination_visits_every_row_once(api: APIClient, run11: Any) -> 
 def test_shape_parameter(api: APIClient, run11: Any) -> None:
     piece = run11["message_pieces"][1]
     legacy = api.get(f"/api/v1/message-pieces/{piece['id']}/", {"shape": "0.13"}).json()
-    assert legacy["timestamp"].endswith("+00:00") and "scores" in legacy and "labels" in legacy
+    assert legacy["timestamp"].endswith("+00:00")
+    assert "scores" in legacy
+    assert "labels" in legacy
     assert api.get("/api/v1/message-pieces/", {"shape": "2.0"}).status_code == 400

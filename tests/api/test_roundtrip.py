@@ -77,7 +77,8 @@ def test_every_fixture_row_round_trips_over_http(
     body = response.json()
     assert response.status_code == 200, [i for i in body["items"] if i["status"] == "rejected"]
     # 0.13 pieces embed their scores, so the scores list then finds them already stored.
-    assert body["stored"] + body["unchanged"] == total and body["errors"] == 0
+    assert body["stored"] + body["unchanged"] == total
+    assert body["errors"] == 0
 
     assert_api_serves_payload(api, payload, line)
 
@@ -104,7 +105,8 @@ def test_score_entry_view_is_a_replay_and_reads_back(api: APIClient, fixtures_di
     assert ingest(api, payload).status_code == 200
     entries = read_jsonl(fixtures_dir / "pyrit-1.1" / "score_entries.jsonl")
     response = ingest(api, {"scores": entries})
-    assert response.status_code == 200 and response.json()["unchanged"] == len(entries)
+    assert response.status_code == 200
+    assert response.json()["unchanged"] == len(entries)
     assert_rows_equal(entries, read_all(api, "scores", shape="entry"), "id")
 
 
@@ -126,11 +128,13 @@ def test_conversation_endpoint_returns_messages_with_scored_pieces(
         body = response.json()
         assert body["conversation_id"] == conversation_id
         sequences = [m["sequence"] for m in body["messages"]]
-        assert sequences == sorted(sequences) and len(set(sequences)) == len(sequences)
+        assert sequences == sorted(sequences)
+        assert len(set(sequences)) == len(sequences)
         for message in body["messages"]:
             for piece in message["pieces"]:
                 seen += 1
-                assert piece["sequence"] == message["sequence"] and piece["role"] == message["role"]
+                assert piece["sequence"] == message["sequence"]
+                assert piece["role"] == message["role"]
                 expected = dict(pieces[piece["id"]])
                 got = dict(piece)
                 got_scores = {s["id"] for s in got.pop("scores")}

@@ -79,7 +79,8 @@ def test_a_whole_run_holds_every_stored_row_and_reingests_unchanged(
         AttackResult.objects.all()
     )
     assert ids(payload["seeds"]) == stored_ids(Seed.objects.all())
-    assert Seed.objects.exists() and Score.objects.exists()
+    assert Seed.objects.exists()
+    assert Score.objects.exists()
 
     response = api.post("/api/v1/ingest/", payload, format="json")
     body = response.json()

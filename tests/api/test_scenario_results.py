@@ -23,13 +23,15 @@ def test_scenario_results_round_trip_exactly_over_http(api: APIClient) -> None:
     for row in rows:
         assert field_differences(row, served[row["id"]]) == {}
         detail = api.get(f"/api/v1/scenario-results/{row['id']}/")
-        assert detail.status_code == 200 and field_differences(row, detail.json()) == {}
+        assert detail.status_code == 200
+        assert field_differences(row, detail.json()) == {}
 
 
 def test_replayed_scenario_results_store_nothing_new(api: APIClient) -> None:
     assert ingest(api, {"scenario_results": scenario_rows()}).status_code == 200
     body = ingest(api, {"scenario_results": scenario_rows()}).json()
-    assert body["stored"] == 0 and body["unchanged"] == 2
+    assert body["stored"] == 0
+    assert body["unchanged"] == 2
 
 
 def test_a_bad_scenario_is_a_207_item_and_the_rest_is_stored(api: APIClient) -> None:
@@ -78,7 +80,8 @@ def test_scenario_list_costs_constant_queries(
     with django_assert_num_queries(6):
         response = api.get("/api/v1/scenario-results/", {"page_size": 50})
     results = response.json()["results"]
-    assert len(results) == count and all(len(r["attack_results"]["rot13"]) == 3 for r in results)
+    assert len(results) == count
+    assert all(len(r["attack_results"]["rot13"]) == 3 for r in results)
 
 
 def test_schema_documents_scenario_results(api: APIClient) -> None:
@@ -114,7 +117,8 @@ def test_legacy_scenario_row_round_trips_and_any_row_exports_in_either_shape(
     served = api.get(f"/api/v1/scenario-results/{LEGACY_ROW['id']}/").json()
     assert field_differences(LEGACY_ROW, served) == {}
     as_1x = api.get(f"/api/v1/scenario-results/{LEGACY_ROW['id']}/", {"shape": "1.x"}).json()
-    assert as_1x["scenario_name"] == "FoundryScenario" and as_1x["attack_results"] == {}
+    assert as_1x["scenario_name"] == "FoundryScenario"
+    assert as_1x["attack_results"] == {}
     modern = scenario_rows()[0]["id"]
     as_013 = api.get(f"/api/v1/scenario-results/{modern}/", {"shape": "0.13"}).json()
     assert as_013["scenario_name"] == "EncodingScenario"
@@ -128,7 +132,8 @@ def test_attack_results_filter_by_their_scenario(api: APIClient) -> None:
     loose = renumbered(loose, 99)
     assert ingest(api, {"attack_results": [loose]}).status_code == 200
     mine = read_all(api, "attack-results", scenario_result_id=rows[0]["id"])
-    assert len(mine) == 6 and len(read_all(api, "attack-results")) == 7
+    assert len(mine) == 6
+    assert len(read_all(api, "attack-results")) == 7
 
 
 def test_an_answer_embedding_too_many_results_is_a_clear_400(

@@ -85,7 +85,8 @@ def test_curator_imports_edits_sees_an_error_exports_and_audits(
     target = tmp_path / "airt_hate.prompt"
     download.save_as(target)
     exported = target.read_text("utf-8")
-    assert f"- value: {NEW}\n" in exported and OLD not in exported
+    assert f"- value: {NEW}\n" in exported
+    assert OLD not in exported
 
     # The seed's history says who changed what.
     page.goto(f"/admin/seeds/seed/{edited.pk}/history/")

@@ -256,7 +256,8 @@ def test_conversation_summaries_from_the_fixtures(fixtures_dir: Path) -> None:
     assert image.data_types == ["image_path", "text"]
     assert image.labels["modality"] == "image"
     blocked = Conversation.objects.get(pk="153a7459-7b7d-4700-8366-6bf336425696")
-    assert blocked.has_error and blocked.outcome == "failure"
+    assert blocked.has_error
+    assert blocked.outcome == "failure"
     red_teaming = Conversation.objects.get(pk="8a03ed75-c712-4a63-9a83-1c16efdefbd6")
     assert (red_teaming.attack_class, red_teaming.outcome) == ("RedTeamingAttack", "success")
     legacy = Conversation.objects.get(pk="ef32fe45-71db-4201-88cf-dee172026dd7")
@@ -305,7 +306,8 @@ def test_sqlite_import_brings_every_table_and_reruns_store_nothing(
     report = import_pyrit_memory(path, chunk_size=4, progress=lambda s: steps.append(s.table))
     assert report.line == ("1.x" if line == "pyrit-1.1" else "0.13")
     assert report.errors == []
-    assert "PromptMemoryEntries" in steps and steps[-1] == "done"
+    assert "PromptMemoryEntries" in steps
+    assert steps[-1] == "done"
     for table, count in expected.items():
         if table in ("pyrit_memory_alembic_version",):
             continue

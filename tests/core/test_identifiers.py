@@ -124,7 +124,8 @@ V13_KEYS = {
 
 
 def test_fixture_counts_match_the_spec() -> None:
-    assert len(V11) == 29 and len(V11_ALL) == 30
+    assert len(V11) == 29
+    assert len(V11_ALL) == 30
     assert len(V13) == 19
     assert len(NAMING) == 20
     assert len(SEED_GROUPS) == 10
@@ -324,7 +325,8 @@ def test_v11_rule_tables_equal_the_data_tables() -> None:
     for key, tables in V11_LEGACY_EVAL_KEYS.items():
         for line, kind in tables:
             rule_set = RULE_TABLES[line][kind]
-            assert rule_set.own_rule is None and rule_set.root_unwrap_child is None
+            assert rule_set.own_rule is None
+            assert rule_set.root_unwrap_child is None
             assert rule_set.to_dict()["CHILD_EVAL_RULES"] == legacy[key]
 
 
@@ -630,7 +632,8 @@ def test_key_names_enter_the_hash() -> None:
 def test_pyrit_version_and_eval_hash_are_not_hashed() -> None:
     base = ci(params={"a": 1})
     other = ci(params={"a": 1}, pyrit_version="9.9", eval_hash="e" * 64)
-    assert base.hash == other.hash and base == other
+    assert base.hash == other.hash
+    assert base == other
 
 
 def test_parent_depends_only_on_child_hash() -> None:
@@ -687,7 +690,9 @@ def test_of_rejects_reserved_promoted_names() -> None:
 
 def test_equality_and_python_hash_follow_content_hash() -> None:
     a, b = ci(params={"x": 1}, pyrit_version="1"), ci(params={"x": 1}, pyrit_version="2")
-    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert a == b
+    assert hash(a) == hash(b)
+    assert len({a, b}) == 1
     assert a != ci(params={"x": 2})
     assert a != a.hash  # not equal to a bare string
 
@@ -708,7 +713,8 @@ def test_display_helpers() -> None:
     identifier = ci("Scorer")
     assert identifier.short_hash == identifier.hash[:8]
     assert str(identifier) == identifier.unique_name == f"Scorer::{identifier.hash[:8]}"
-    assert "Scorer" in repr(identifier) and identifier.short_hash in repr(identifier)
+    assert "Scorer" in repr(identifier)
+    assert identifier.short_hash in repr(identifier)
 
 
 # ============================================================================================
@@ -757,8 +763,11 @@ def test_to_dict_truncates_only_long_string_params_and_propagates() -> None:
     out = identifier.to_dict(max_value_length=10)
     assert out["s"] == "a" * 10 + "..."
     assert out["edge"] == "b" * 10  # exactly N is not cut
-    assert out["n"] == 12345678901 and out["l"] == ["z" * 50]  # non-strings never cut
-    assert out["hash"] == identifier.hash and len(out["hash"]) == 64
+    # non-strings never cut
+    assert out["n"] == 12345678901
+    assert out["l"] == ["z" * 50]
+    assert out["hash"] == identifier.hash
+    assert len(out["hash"]) == 64
     assert out["children"]["one"]["s"] == "c" * 10
     short = identifier.to_dict(max_value_length=5)
     assert short["children"]["one"]["s"] == "ccccc..."
@@ -779,7 +788,8 @@ def test_model_validate_ignores_incoming_hash_at_every_level() -> None:
     )
     assert parsed.hash == ci(children={"c": ci("C")}).hash
     child_parsed = parsed.get_child("c")
-    assert child_parsed is not None and child_parsed.hash == ci("C").hash
+    assert child_parsed is not None
+    assert child_parsed.hash == ci("C").hash
 
 
 def test_model_validate_legacy_keys_fill_only_missing_names() -> None:
@@ -801,7 +811,8 @@ def test_model_validate_structured_and_flat_shapes_agree() -> None:
     structured = ComponentIdentifier.model_validate(
         {"class_name": "A", "class_module": "m", "params": {"p": 1}, "pyrit_version": "1.1.0"}
     )
-    assert flat.hash == structured.hash and structured.params == {"p": 1}
+    assert flat.hash == structured.hash
+    assert structured.params == {"p": 1}
 
 
 def test_model_validate_rejects_mixed_shape() -> None:
@@ -820,14 +831,16 @@ def test_model_validate_attributes_bucket() -> None:
     parsed = ComponentIdentifier.model_validate(
         {"class_name": "A", "class_module": "m", "attributes": {"k": "v"}}
     )
-    assert parsed.attributes == {"k": "v"} and parsed.params == {}
+    assert parsed.attributes == {"k": "v"}
+    assert parsed.params == {}
 
 
 def test_from_dict_keeps_stored_hash_and_eval_hash() -> None:
     parsed = ComponentIdentifier.from_dict(
         {"class_name": "A", "class_module": "m", "hash": "a" * 64, "eval_hash": "b" * 64, "p": 1}
     )
-    assert parsed.hash == "a" * 64 and parsed.eval_hash == "b" * 64
+    assert parsed.hash == "a" * 64
+    assert parsed.eval_hash == "b" * 64
     assert parsed.content_hash == ci(params={"p": 1}).hash
     assert parsed.with_eval_hash("c" * 64).hash == "a" * 64  # 0.13 with_eval_hash kept it
 
@@ -886,7 +899,8 @@ def test_of_takes_class_from_object_and_drops_none() -> None:
         children={"c": ci("C")},
         attributes={"v": 2},
     )
-    assert "b" in direct.model_dump() and "b" not in built.model_dump()
+    assert "b" in direct.model_dump()
+    assert "b" not in built.model_dump()
     assert direct.hash == built.hash
 
 
@@ -913,8 +927,10 @@ def test_get_child_and_get_child_list() -> None:
 def test_with_eval_hash_returns_copy_with_same_hash() -> None:
     original = ci(params={"p": 1}, pyrit_version="1.1.0")
     stamped = original.with_eval_hash("e" * 64)
-    assert stamped is not original and original.eval_hash is None
-    assert stamped.eval_hash == "e" * 64 and stamped.hash == original.hash
+    assert stamped is not original
+    assert original.eval_hash is None
+    assert stamped.eval_hash == "e" * 64
+    assert stamped.hash == original.hash
     assert type(stamped) is ComponentIdentifier
     assert stamped.model_dump()["eval_hash"] == "e" * 64
 
@@ -929,7 +945,8 @@ def test_identifiable_builds_identifier_once() -> None:
 
     component = Component()
     assert component.get_identifier() is component.get_identifier()
-    assert calls == [1] and component.get_identifier().class_name == "Component"
+    assert calls == [1]
+    assert component.get_identifier().class_name == "Component"
 
 
 # ============================================================================================
@@ -1157,7 +1174,8 @@ def test_legacy_evaluation_identifier_trusts_stored_eval_hash(line: str) -> None
     fresh = ci(params={"p": 1})
     evaluation = AtomicAttackEvaluationIdentifier(fresh, line=line)
     assert evaluation.eval_hash == RULE_TABLES[line]["atomic_attack"].eval_hash(fresh)
-    assert evaluation.identifier is fresh and evaluation.line == line
+    assert evaluation.identifier is fresh
+    assert evaluation.line == line
 
 
 def test_evaluation_identifier_rejects_unknown_line_kind_and_base_class() -> None:
@@ -1188,9 +1206,11 @@ def test_legacy_rule_table_differences() -> None:
     assert RULE_TABLES["0.13"]["atomic_attack"].child_eval_rules["seed_identifiers"].exclude
     # 0.14 adversarial_chat has fallbacks but no unwrap; 1.1 unwraps.
     adv14 = RULE_TABLES["0.14"]["atomic_attack"].child_eval_rules["adversarial_chat"]
-    assert adv14.param_fallbacks and adv14.inner_child_name is None
+    assert adv14.param_fallbacks
+    assert adv14.inner_child_name is None
     own14 = RULE_TABLES["0.14"]["objective_target"]
-    assert own14.own_rule is not None and own14.root_unwrap_child is None
+    assert own14.own_rule is not None
+    assert own14.root_unwrap_child is None
     assert isinstance(RULE_TABLES["1.1"]["scenario"], EvalRuleSet)
 
 
@@ -1223,7 +1243,8 @@ def test_seed_identifier_1_x_drops_none_legacy_keeps_none_without_data_type() ->
         "is_general_technique": False,
     }
     assert new.hash != old.hash  # data_type is hashed in 1.x only
-    assert new.pyrit_version == LINE_PYRIT_VERSIONS["1.1"] and old.pyrit_version == "0.13.0"
+    assert new.pyrit_version == LINE_PYRIT_VERSIONS["1.1"]
+    assert old.pyrit_version == "0.13.0"
 
 
 def test_seed_identifier_class_resolution() -> None:
@@ -1251,7 +1272,8 @@ def test_atomic_attack_empty_seed_list_enters_the_hash() -> None:
     assert built.children["seed_identifiers"] == []
     assert '"seed_identifiers":[]' in hash_preimage(built)
     legacy = build_atomic_attack_identifier(attack_identifier=ci("Atk"), line="0.12")
-    assert list(legacy.children) == ["attack", "seeds"] and legacy.children["seeds"] == []
+    assert list(legacy.children) == ["attack", "seeds"]
+    assert legacy.children["seeds"] == []
 
 
 def test_atomic_attack_builds_seed_identifiers_from_seed_mappings() -> None:
@@ -1259,7 +1281,8 @@ def test_atomic_attack_builds_seed_identifiers_from_seed_mappings() -> None:
         attack_identifier=ci("Atk"), seed_identifiers_or_group=[SEED], line="0.13"
     )
     technique = built.get_child("attack_technique")
-    assert technique is not None and technique.class_name == "AttackTechnique"
+    assert technique is not None
+    assert technique.class_name == "AttackTechnique"
     assert technique.get_child("attack") == ci("Atk")
     assert built.get_child_list("seed_identifiers") == [build_seed_identifier(SEED, line="0.13")]
 

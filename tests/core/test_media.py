@@ -56,7 +56,8 @@ def test_store_is_content_addressed_and_idempotent() -> None:
     with default_storage.open(blob.storage_name) as handle:
         assert handle.read() == data
     again = store_media_bytes(data, filename="other.png")
-    assert again.pk == blob.pk and MediaBlob.objects.count() == 1
+    assert again.pk == blob.pk
+    assert MediaBlob.objects.count() == 1
     assert again.original_filename == "../../etc/passwd.png"
 
 

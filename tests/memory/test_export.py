@@ -126,12 +126,14 @@ def test_exports_cost_constant_queries(count: int, django_assert_num_queries: An
     # pieces with their dumps and conversation (one JOIN); their converters; their scores.
     with django_assert_num_queries(3):
         pieces = export_pieces_with_scores(pieces_for_export(), "0.13")
-    assert len(pieces) == count and all(len(p["scores"]) == 1 for p in pieces)
+    assert len(pieces) == count
+    assert all(len(p["scores"]) == 1 for p in pieces)
     # results with dumps and last responses (JOINs); references; last responses' converters;
     # last scores.
     with django_assert_num_queries(4):
         results = export_attack_results(attack_results_for_export(), "1.x")
-    assert len(results) == count and all(r["last_score"] for r in results)
+    assert len(results) == count
+    assert all(r["last_score"] for r in results)
     # ... plus the last responses' nested scores in the 0.13 shape.
     with django_assert_num_queries(5):
         export_attack_results(attack_results_for_export(), "0.13")

@@ -55,12 +55,15 @@ def test_synthetic_demo_covers_every_kind_and_reloads_as_unchanged(settings: obj
     assert AttackResult.objects.filter(related_conversations__conversation_type="pruned").exists()
     image = pieces.get(original_value_data_type="image_path").original_media
     audio = pieces.get(original_value_data_type="audio_path").original_media
-    assert image is not None and image.content_type == "image/png"
-    assert audio is not None and audio.content_type == "audio/wav"
+    assert image is not None
+    assert image.content_type == "image/png"
+    assert audio is not None
+    assert audio.content_type == "audio/wav"
     counts = (MessagePiece.objects.count(), Score.objects.count(), MediaBlob.objects.count())
     second = run()
     assert "exists; password unchanged" in second
-    assert " stored, " in second and "0 stored" in second
+    assert " stored, " in second
+    assert "0 stored" in second
     assert all(
         line.split(": ")[1].startswith("0 stored")
         for line in second.splitlines()
@@ -84,7 +87,8 @@ def test_demo_user_is_staff_reviewer_and_roles_exist(settings: object) -> None:
     settings.REDTEAM_FIXTURES = "/nonexistent"  # type: ignore[attr-defined]
     run("--no-synthetic")
     user = get_user_model().objects.get(username="demo")
-    assert user.is_staff and not user.is_superuser
+    assert user.is_staff
+    assert not user.is_superuser
     assert user.check_password("demo-password")
     assert user.groups.filter(name=REVIEWER_GROUP).exists()
     assert user.has_perm("memory.record_verdict")
@@ -98,7 +102,8 @@ def test_production_password_is_random_and_printed(settings: object) -> None:
     settings.REDTEAM_FIXTURES = "/nonexistent"  # type: ignore[attr-defined]
     out = run("--no-synthetic")
     password = out.split("password '")[1].split("'")[0]
-    assert password != "demo-password" and len(password) >= 12
+    assert password != "demo-password"
+    assert len(password) >= 12
     assert get_user_model().objects.get(username="demo").check_password(password)
 
 

@@ -81,7 +81,8 @@ def test_list_shows_summary_columns_newest_first(reviewer_client: Client) -> Non
 def test_list_filters_come_from_the_url(reviewer_client: Client) -> None:
     _conversations(4)
     html = reviewer_client.get(reverse(LIST) + "?label=operator:u1").content.decode()
-    assert "#1 user turn 0" in html and "#3 user turn 0" in html
+    assert "#1 user turn 0" in html
+    assert "#3 user turn 0" in html
     assert "#0 user turn 0" not in html
     # The form shows the filter it applied.
     assert 'value="operator:u1"' in html
@@ -214,7 +215,8 @@ def test_identifier_diff_names_the_differing_param(reviewer_client: Client) -> N
     assert response.status_code == 200
     assert "1 difference" in html
     assert "$.temperature" in html
-    assert "0.7" in html and "1.0" in html
+    assert "0.7" in html
+    assert "1.0" in html
 
 
 def test_identifier_diff_rejects_bad_hashes(reviewer_client: Client) -> None:

@@ -70,7 +70,7 @@ def test_a_stored_position_orders_pieces_sharing_a_sequence_whatever_the_input_o
     assert [p.id for p in sort_message_pieces(pieces)] == ["text", "image", "reply"]
     dicts = [{"id": "b", "position": 1}, {"id": "a", "position": 0}]
     rows = [{**d, "conversation_id": "c", "sequence": 0, "timestamp": at(0)} for d in dicts]
-    assert [m.pieces for m in reassemble_conversation(rows)][0][0]["id"] == "a"
+    assert next(m.pieces for m in reassemble_conversation(rows))[0]["id"] == "a"
 
 
 def test_works_on_plain_dicts() -> None:

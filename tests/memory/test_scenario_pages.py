@@ -28,7 +28,9 @@ def test_scenario_list_shows_runs_with_state_and_success_rate(reader_client: Cli
     load(scenario_rows())
     html = reader_client.get(reverse("memory:scenario_list")).content.decode()
     assert html.count('class="row-link"') == 2
-    assert "COMPLETED" in html and "FAILED" in html and "RuntimeError" in html
+    assert "COMPLETED" in html
+    assert "FAILED" in html
+    assert "RuntimeError" in html
     assert "33%" in html  # 2 successes of 6 results, truncated as PyRIT does
 
 
@@ -65,13 +67,15 @@ def test_scenario_detail_groups_results_by_atomic_attack_and_eval_hash(
             assert reverse("scoring:conversation_detail", args=[result["conversation_id"]]) in html
     assert html.count("success rate <strong>33%</strong>") == 2
     assert "Encodings" in html  # the display group
-    assert "EncodingScenario" in html and "TrueFalseInverterScorer" in html
+    assert "EncodingScenario" in html
+    assert "TrueFalseInverterScorer" in html
 
 
 def test_failed_scenario_shows_its_error(reader_client: Client) -> None:
     load(scenario_rows())
     html = reader_client.get(reverse("memory:scenario_detail", args=[FAILED])).content.decode()
-    assert "RuntimeError" in html and "target unreachable" in html
+    assert "RuntimeError" in html
+    assert "target unreachable" in html
     assert "No attack results point at this scenario." in html
 
 
@@ -83,9 +87,11 @@ def test_hostile_scenario_values_are_escaped(reader_client: Client) -> None:
     load([row])
     for url in (reverse("memory:scenario_list"), reverse("memory:scenario_detail", args=[FAILED])):
         html = reader_client.get(url).content.decode()
-        assert "<script>alert(1)" not in html and "<img src=x" not in html
+        assert "<script>alert(1)" not in html
+        assert "<img src=x" not in html
     detail = reader_client.get(reverse("memory:scenario_detail", args=[FAILED])).content.decode()
-    assert "⟨U+202E⟩" in detail and "&lt;b&gt;bold&lt;/b&gt;" in detail
+    assert "⟨U+202E⟩" in detail
+    assert "&lt;b&gt;bold&lt;/b&gt;" in detail
 
 
 def test_attack_result_page_links_its_scenario_and_survives_a_non_uuid_parent(
@@ -101,7 +107,8 @@ def test_attack_result_page_links_its_scenario_and_survives_a_non_uuid_parent(
     )
     AttackResult.objects.filter(pk=result.pk).update(attribution_parent_id="not-a-uuid")
     response = reader_client.get(url)
-    assert response.status_code == 200 and "not-a-uuid" in response.content.decode()
+    assert response.status_code == 200
+    assert "not-a-uuid" in response.content.decode()
 
 
 def test_unknown_scenario_is_404(reader_client: Client) -> None:
@@ -141,12 +148,14 @@ def test_scored_content_pages_show_the_text_with_its_scores(reader_client: Clien
     assert ingest_batch({"scores": scores}).errors == 0
     listing = reader_client.get(reverse("memory:scored_content_list")).content.decode()
     assert listing.count('class="row-link"') == 2
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in listing and "<script>alert" not in listing
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in listing
+    assert "<script>alert" not in listing
     content = ScorableContent.objects.get(value__startswith="loose text one")
     html = reader_client.get(reverse("memory:scored_content_detail", args=[content.pk])).content
     text = html.decode()
     assert "⟨U+202E⟩" in text  # the bidi override is shown, not applied
-    assert "loose rationale 0" in text and "loose rationale 1" in text
+    assert "loose rationale 0" in text
+    assert "loose rationale 1" in text
     assert "loose rationale 2" not in text  # another text's score
 
 
@@ -186,4 +195,5 @@ def test_scenario_links_to_its_results_in_the_filtered_result_list(reader_client
     link = f"{reverse('scoring:attack_result_list')}?scenario_result_id={COMPLETED}"
     assert link in detail
     html = reader_client.get(link).content.decode()
-    assert html.count('class="row-link"') == 6 and "outside the scenario" not in html
+    assert html.count('class="row-link"') == 6
+    assert "outside the scenario" not in html

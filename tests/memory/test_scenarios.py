@@ -31,8 +31,10 @@ def statuses(payload: dict[str, Any]) -> list[tuple[str, str]]:
 def test_ingest_stores_scenario_with_its_attack_results_by_atomic_attack_name() -> None:
     assert statuses({"scenario_results": scenario_rows()}) == [("stored", ""), ("stored", "")]
     scenario = ScenarioResult.objects.get(pk=COMPLETED)
-    assert scenario.scenario_name == "EncodingScenario" and scenario.scenario_version == 2
-    assert scenario.scenario_run_state == "COMPLETED" and scenario.number_tries == 2
+    assert scenario.scenario_name == "EncodingScenario"
+    assert scenario.scenario_version == 2
+    assert scenario.scenario_run_state == "COMPLETED"
+    assert scenario.number_tries == 2
     assert sorted(scenario.attack_result_ids) == ["base64", "rot13"]
     assert all(len(ids) == 3 for ids in scenario.attack_result_ids.values())
     assert scenario.target_class == "OpenAIChatTarget"
@@ -40,7 +42,8 @@ def test_ingest_stores_scenario_with_its_attack_results_by_atomic_attack_name() 
     # The attack results are stored through the attack-result service, linked by attribution.
     assert AttackResult.objects.filter(attribution_parent_id=COMPLETED).count() == 6
     failed = ScenarioResult.objects.get(pk=FAILED)
-    assert failed.error_type == "RuntimeError" and failed.attack_result_ids == {}
+    assert failed.error_type == "RuntimeError"
+    assert failed.attack_result_ids == {}
 
 
 def test_replay_and_memory_reload_of_a_scenario_are_unchanged() -> None:
@@ -57,7 +60,8 @@ def test_changed_scenario_under_the_same_id_is_a_conflict_and_others_are_stored(
     changed = copy.deepcopy(scenario_rows()[0])
     changed["scenario_run_state"] = "FAILED"
     result = statuses({"scenario_results": [changed, scenario_rows()[1]]})
-    assert result[0][0] == "rejected" and "scenario_run_state" in result[0][1]
+    assert result[0][0] == "rejected"
+    assert "scenario_run_state" in result[0][1]
     assert result[1] == ("stored", "")
     assert ScenarioResult.objects.get(pk=COMPLETED).scenario_run_state == "COMPLETED"
 
@@ -77,7 +81,8 @@ def test_invalid_scenario_is_rejected_alone(field: str, value: Any, message: str
     bad = copy.deepcopy(scenario_rows()[0])
     bad[field] = value
     result = statuses({"scenario_results": [bad, scenario_rows()[1]]})
-    assert result[0][0] == "rejected" and message in result[0][1]
+    assert result[0][0] == "rejected"
+    assert message in result[0][1]
     assert result[1] == ("stored", "")
 
 
@@ -85,7 +90,8 @@ def test_rejected_embedded_attack_result_rejects_its_scenario_naming_the_path() 
     bad = copy.deepcopy(scenario_rows()[0])
     bad["attack_results"]["rot13"][1]["outcome"] = "won"
     [(status, errors)] = statuses({"scenario_results": [bad]})
-    assert status == "rejected" and "attack_results.rot13[1].outcome" in errors
+    assert status == "rejected"
+    assert "attack_results.rot13[1].outcome" in errors
 
 
 def test_attack_result_may_name_a_scenario_that_never_arrives() -> None:
@@ -120,7 +126,8 @@ def test_legacy_013_row_keeps_init_data_and_attack_results_json() -> None:
     }
     assert statuses({"scenario_results": [row]}) == [("stored", "")]
     stored = ScenarioResult.objects.get(pk=row["id"])
-    assert stored.source_shape == "0.13" and stored.scenario_init_data == {"max_turns": 3}
+    assert stored.source_shape == "0.13"
+    assert stored.scenario_init_data == {"max_turns": 3}
     assert stored.attack_result_ids == {"crescendo": ["8d8e9712-0b76-4e08-bcad-409a1c2ae64e"]}
     assert statuses({"scenario_results": [row]}) == [("unchanged", "")]
     cancelled = {
@@ -178,8 +185,10 @@ def test_import_reads_013_scenario_rows(tmp_path: Path, fixtures_dir: Path) -> N
     report = import_pyrit_memory(path)
     assert report.rejected == 0, report.errors
     stored = ScenarioResult.objects.get(pk="7e5a3b2c-1d0f-4a6b-9c8d-2f4e6a8b0c13")
-    assert stored.source_shape == "0.13" and stored.attack_results_json == "{}"
-    assert stored.target_class == "OpenAIChatTarget" and stored.labels == {"op": "x"}
+    assert stored.source_shape == "0.13"
+    assert stored.attack_results_json == "{}"
+    assert stored.target_class == "OpenAIChatTarget"
+    assert stored.labels == {"op": "x"}
 
 
 def test_many_scenarios_cost_constant_queries(django_assert_max_num_queries: Any) -> None:

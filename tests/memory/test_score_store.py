@@ -74,7 +74,8 @@ def test_legacy_score_shape_is_accepted_with_its_task_column() -> None:
 def test_undetermined_score_needs_a_null_value() -> None:
     assert one(f.score(status="undetermined", score_value=None)).status == "stored"
     outcome = one(f.score(status="undetermined", score_value="true"))
-    assert outcome.status == "rejected" and "score_value" in fields_of(outcome)
+    assert outcome.status == "rejected"
+    assert "score_value" in fields_of(outcome)
 
 
 def test_complete_score_needs_a_value() -> None:
@@ -91,7 +92,8 @@ def test_true_false_is_case_insensitive(value: str) -> None:
 @pytest.mark.parametrize("value", ["yes", "1", "", "truee"])
 def test_true_false_rejects_other_values(value: str) -> None:
     outcome = one(f.score(score_value=value))
-    assert outcome.status == "rejected" and fields_of(outcome) == ["score_value"]
+    assert outcome.status == "rejected"
+    assert fields_of(outcome) == ["score_value"]
 
 
 @pytest.mark.parametrize("value", ["0", "0.0", "0.75", "1.0", "1"])
@@ -102,7 +104,8 @@ def test_float_scale_accepts_zero_to_one(value: str) -> None:
 @pytest.mark.parametrize("value", ["-0.1", "1.01", "nan", "inf", "high"])
 def test_float_scale_rejects_out_of_range_or_non_numbers(value: str) -> None:
     outcome = one(f.score(score_type="float_scale", score_value=value))
-    assert outcome.status == "rejected" and fields_of(outcome) == ["score_value"]
+    assert outcome.status == "rejected"
+    assert fields_of(outcome) == ["score_value"]
 
 
 def test_unknown_score_type_accepts_any_string() -> None:
@@ -159,7 +162,8 @@ def test_message_scorable_fills_message_piece_id_and_checks_it() -> None:
             scorable={"scorable_type": "message", "message_piece_ids": [piece_id]},
         )
     )
-    assert outcome.status == "rejected" and fields_of(outcome) == ["message_piece_id"]
+    assert outcome.status == "rejected"
+    assert fields_of(outcome) == ["message_piece_id"]
 
 
 def test_human_scorer_scores_are_marked_human() -> None:

@@ -444,7 +444,8 @@ def test_summary_columns_follow_each_batch() -> None:
     services.store_message_pieces(second)
     conv = Conversation.objects.get(pk="c")
     assert (conv.message_count, conv.piece_count) == (4, 4)
-    assert conv.first_timestamp is not None and conv.last_timestamp is not None
+    assert conv.first_timestamp is not None
+    assert conv.last_timestamp is not None
     assert conv.first_timestamp.isoformat() == "2026-03-01T12:00:00+00:00"
     assert conv.last_timestamp.isoformat() == "2026-03-01T12:00:06+00:00"
     assert conv.data_types == ["error", "image_path", "text"]
@@ -531,10 +532,12 @@ def test_conversation_is_stored_replayed_and_conflicts() -> None:
     item = f.conversation(retries=[{"sequence": 1, "reason": "json_parsing"}])
     assert services.store_conversations([item])[0].status == "stored"
     conv = Conversation.objects.get(pk="conv-1")
-    assert conv.declared and conv.retries == [{"sequence": 1, "reason": "json_parsing"}]
+    assert conv.declared
+    assert conv.retries == [{"sequence": 1, "reason": "json_parsing"}]
     assert services.store_conversations([item])[0].status == "unchanged"
     [outcome] = services.store_conversations([{**item, "retries": []}])
-    assert outcome.status == "rejected" and outcome.errors[0].code == "conflict"
+    assert outcome.status == "rejected"
+    assert outcome.errors[0].code == "conflict"
 
 
 def test_declaring_a_conversation_created_by_its_pieces_fills_it_in() -> None:
@@ -542,7 +545,8 @@ def test_declaring_a_conversation_created_by_its_pieces_fills_it_in() -> None:
     target = f.identifier("OpenAIChatTarget", model_name="m", temperature=0.7)
     assert services.store_conversations([f.conversation(target_identifier=target)])[0].ok
     conv = Conversation.objects.get(pk="conv-1")
-    assert conv.declared and conv.target_identifier_id == target["hash"]
+    assert conv.declared
+    assert conv.target_identifier_id == target["hash"]
     assert conv.piece_count == 1
 
 
@@ -605,7 +609,8 @@ def test_attack_result_conflicts_and_related_order_does_not_matter() -> None:
     assert services.store_attack_results([reordered])[0].status == "unchanged"
     [outcome] = services.store_attack_results([{**item, "outcome": "failure"}])
     assert outcome.status == "rejected"
-    assert outcome.errors[0].code == "conflict" and outcome.errors[0].field == "outcome"
+    assert outcome.errors[0].code == "conflict"
+    assert outcome.errors[0].field == "outcome"
 
 
 def test_conversation_outcome_follows_the_newest_result_and_labels_accumulate() -> None:

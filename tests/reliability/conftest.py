@@ -118,8 +118,14 @@ def _start_gunicorn(database_url: str, media_root: Path, workers: int) -> Served
         check=True,
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "redteam.wsgi:application"]
-        + ["-c", "python:redteam.gunicorn_conf"],
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "redteam.wsgi:application",
+            "-c",
+            "python:redteam.gunicorn_conf",
+        ],
         cwd=REPO_ROOT,
         env=env,
         stdout=subprocess.DEVNULL,

@@ -211,8 +211,16 @@ def test_client_killed_mid_request_leaves_nothing_partial(
     body_file = tmp_path / "batch.json"
     body_file.write_bytes(batch_body(messages))
     client = subprocess.Popen(
-        [sys.executable, "-c", KILLED_CLIENT, served.host, str(served.port), key]
-        + [str(body_file), when],
+        [
+            sys.executable,
+            "-c",
+            KILLED_CLIENT,
+            served.host,
+            str(served.port),
+            key,
+            str(body_file),
+            when,
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -310,7 +318,8 @@ def test_hostile_body_gets_a_clear_4xx_and_the_server_keeps_serving(
     make_body, content_type, expected = HOSTILE[case]
     status, answer = _post(served, key, make_body(), content_type)
     assert status == expected, answer
-    assert isinstance(answer, dict) and answer.get("detail"), answer  # a readable reason
+    # a readable reason
+    assert isinstance(answer, dict) and answer.get("detail"), answer
     assert MessagePiece.objects.using(served.alias).count() == 0
     _expect_good_batch_stored(served, key, template)
 
@@ -326,7 +335,8 @@ def test_hostile_item_costs_only_itself_and_the_server_keeps_serving(
     assert answer["stored"] == stored, answer
     if expected == 207:
         rejected = [i for i in answer["items"] if i["status"] == "rejected"]
-        assert [i["index"] for i in rejected] == [0] and rejected[0]["errors"][0]["field"]
+        assert [i["index"] for i in rejected] == [0]
+        assert rejected[0]["errors"][0]["field"]
     assert MessagePiece.objects.using(served.alias).count() == before + stored
     _expect_good_batch_stored(served, key, template)
 
@@ -440,7 +450,8 @@ def test_worker_killed_mid_transaction_leaves_nothing_and_is_replaced(
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_unlock_all()")
             cursor.execute(f"DROP TRIGGER IF EXISTS {TRIGGER} ON {table}")
-    assert outcome and not (isinstance(outcome[0], tuple) and outcome[0][0] == 200)
+    assert outcome
+    assert not (isinstance(outcome[0], tuple) and outcome[0][0] == 200)
     assert _stored(served, messages) == (0, 0, 0)
     # The master replaces the killed workers; the server goes on serving.
     _expect_good_batch_stored(served, key, template)

@@ -56,7 +56,9 @@ def test_pieces_render_by_data_type(reviewer_client: Client) -> None:
     )
     html = _page(reviewer_client, conv.pk)
     assert f'<img src="/media/{image.sha256}/"' in html
-    assert "Media not uploaded" in html and "/home/op/b.wav" in html  # no blob: path as text
+    # no blob: path as text
+    assert "Media not uploaded" in html
+    assert "/home/op/b.wav" in html
     assert "&quot;arguments&quot;: {\n    &quot;q&quot;: 1" in html  # formatted JSON
     assert '<details class="reasoning"><summary>Reasoning' in html
     assert 'class="badge blocked">blocked<' in html
@@ -79,7 +81,8 @@ def test_converted_pieces_show_the_diff_and_converter_chain(reviewer_client: Cli
         ]
     )
     html = _page(reviewer_client, conv.pk)
-    assert "LeetspeakConverter" in html and "ZeroWidthConverter" in html
+    assert "LeetspeakConverter" in html
+    assert "ZeroWidthConverter" in html
     assert html.index("LeetspeakConverter") < html.index("ZeroWidthConverter")
     assert '<span class="d-delete">pick</span>' in html
     assert '<span class="d-insert">p1ck</span>' in html
@@ -100,7 +103,8 @@ def test_unrelated_conversions_show_the_original_instead_of_a_diff(reviewer_clie
     )
     html = _page(reviewer_client, conv.pk)
     assert "too different for an inline diff" in html
-    assert "Explain how to pick a lock" in html and "Rkcynva ubj gb cvpx n ybpx" in html
+    assert "Explain how to pick a lock" in html
+    assert "Rkcynva ubj gb cvpx n ybpx" in html
 
 
 def test_hidden_tag_text_is_revealed(reviewer_client: Client) -> None:
@@ -126,7 +130,9 @@ def test_scores_appear_beside_the_piece_they_score(reviewer_client: Client) -> N
     html = _page(reviewer_client, conv.pk)
     piece_at = html.index(f'id="piece-{reply.id}"')
     assert html.index("SelfAskLikertScorer") > piece_at
-    assert "Mostly refused." in html and "0.25" in html and "violence" in html
+    assert "Mostly refused." in html
+    assert "0.25" in html
+    assert "violence" in html
     assert "undetermined" in html
     assert "scorer identifier" in html
 
@@ -147,7 +153,9 @@ def test_attack_result_panel_shows_outcome_turns_related_and_trees(reviewer_clie
     assert 'class="badge success" id="effective-outcome">success<' in html
     assert "2 turns, 1234 ms" in html
     assert reverse("scoring:conversation_detail", args=[adversarial.pk]) in html
-    assert "AtomicAttack" in html and "RedTeamingAttack" in html  # attack tree
+    # attack tree
+    assert "AtomicAttack" in html
+    assert "RedTeamingAttack" in html
     assert "OpenAIChatTarget" in html  # target tree
     # The adversarial conversation links back to the result it belongs to.
     back = _page(reviewer_client, adversarial.pk)

@@ -96,7 +96,9 @@ def test_fixture_results_list_detail_objective_and_dashboard(
         assert objective.status_code == 200
     dashboard = reviewer_client.get(reverse("scoring:dashboard") + "?label_key=operation")
     html = dashboard.content.decode()
-    assert "RedTeamingAttack" in html and "PromptSendingAttack" in html
-    assert "physical_security" in html and "fixture_op_1" in html
+    assert "RedTeamingAttack" in html
+    assert "PromptSendingAttack" in html
+    assert "physical_security" in html
+    assert "fixture_op_1" in html
     filtered = reviewer_client.get(reverse("memory:conversation_list") + "?operation=fixture_op_1")
     assert len(filtered.context["rows"]) >= 5

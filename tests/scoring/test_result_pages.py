@@ -131,8 +131,10 @@ def test_result_detail_shows_everything(reviewer_client: Client, reviewer: Any) 
     html = reviewer_client.get(
         reverse("scoring:attack_result_detail", args=[result.pk])
     ).content.decode()
-    assert "RuntimeError" in html and "Traceback &lt;script&gt;" in html
-    assert "adv-1" in html and "adversarial" in html
+    assert "RuntimeError" in html
+    assert "Traceback &lt;script&gt;" in html
+    assert "adv-1" in html
+    assert "adversarial" in html
     assert "SubStringScorer" in html
     assert "AtomicAttack" in html
 
@@ -166,7 +168,8 @@ def test_objective_page_shows_every_attempt_side_by_side(reviewer_client: Client
     )
     html = response.content.decode()
     assert len(response.context["attempts"]) == 2
-    assert "CrescendoAttack" in html and "PromptSendingAttack" in html
+    assert "CrescendoAttack" in html
+    assert "PromptSendingAttack" in html
     assert "diff attack vs first" in html
 
 

@@ -160,7 +160,8 @@ def test_any_other_deletion_of_a_verdict_is_audited_with_its_content() -> None:
     verdict = _record(result, _reviewer(), uuid.uuid4(), rationale="Working steps given.")
     AttackResult.objects.filter(pk=result.pk).delete()  # cascades to the verdict
     [event] = AuditEvent.objects.filter(action="verdict.deleted")
-    assert event.object_type == "attack_result" and event.object_id == str(result.pk)
+    assert event.object_type == "attack_result"
+    assert event.object_id == str(result.pk)
     assert event.detail == {
         "score_id": str(verdict.pk),
         "score_type": "true_false",

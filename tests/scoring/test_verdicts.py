@@ -57,7 +57,8 @@ def test_record_verdict_stores_a_pyrit_shaped_human_score(result: Any, reviewer:
     scorer = ComponentIdentifier.objects.get(pk=score.scorer_identifier_id)
     assert (scorer.class_name, scorer.params) == ("HumanReviewScorer", {"reviewer": "rita"})
     dump = json.loads(IdentifierDump.objects.get(pk=score.scorer_dump_id).dump_json)
-    assert dump["hash"] == scorer.hash and dump["reviewer"] == "rita"
+    assert dump["hash"] == scorer.hash
+    assert dump["reviewer"] == "rita"
 
 
 def test_record_verdict_audits_and_updates_the_list_summary(result: Any, reviewer: User) -> None:

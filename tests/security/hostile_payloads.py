@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import itertools
 import json
 import random
 import uuid
@@ -110,7 +111,7 @@ class HostileCase:
         for h in hashes:
             out.append(f"/identifiers/{h}/")
             out.append(f"/api/v1/identifiers/{h}/")
-        for a, b in zip(hashes, hashes[1:], strict=False):
+        for a, b in itertools.pairwise(hashes):
             out.append("/identifiers/diff/?" + urlencode({"a": a, "b": b}))
         if self.attack_result_ids:
             out.append("/api/v1/attack-results/")

@@ -147,9 +147,12 @@ def test_identifier_api_tree_is_cut_at_the_node_budget_and_says_so(
     markers = _markers(body["tree"])
     if shape == "dag":
         # No cycle, but fanout**13 paths: the budget (or depth) cuts it.
-        assert body["truncated"] and "truncated" in markers and not body["cycles"]
+        assert body["truncated"]
+        assert "truncated" in markers
+        assert not body["cycles"]
     else:
-        assert body["cycles"] and "cycle" in markers
+        assert body["cycles"]
+        assert "cycle" in markers
 
 
 def _markers(tree: Any) -> set[str]:
@@ -184,7 +187,8 @@ class _Row:
 def test_rebuild_cuts_self_cycles_and_caps_nodes_for_any_fanout(fanout: int) -> None:
     rows = {"a": _Row("a", {"kids": ["a"] * fanout, "one": "b"}), "b": _Row("b", {"up": "a"})}
     rebuilt = rebuild_from_rows(rows["a"], rows)
-    assert rebuilt.cycles == ["a"] and rebuilt.nodes <= NODE_CEILING
+    assert rebuilt.cycles == ["a"]
+    assert rebuilt.nodes <= NODE_CEILING
     assert rebuilt.tree["children"]["kids"][0] == {"hash": "a", MARKER_KEY: "cycle"}
     assert rebuilt.tree["children"]["one"]["children"]["up"][MARKER_KEY] == "cycle"
 
@@ -195,10 +199,12 @@ def test_rebuild_of_a_dag_emits_at_most_the_node_budget(fanout: int) -> None:
     started = time.perf_counter()
     rebuilt = rebuild_from_rows(rows["0"], rows, absent={"40"})
     assert time.perf_counter() - started < hp.MAX_SECONDS
-    assert rebuilt.truncated and rebuilt.nodes <= NODE_CEILING
+    assert rebuilt.truncated
+    assert rebuilt.nodes <= NODE_CEILING
     assert len(json.dumps(rebuilt.tree)) < 200_000
     display = tree_from_dump(rebuilt.tree, "0" * 64)
-    assert display.budget_exhausted and display.node_count <= NODE_CEILING
+    assert display.budget_exhausted
+    assert display.node_count <= NODE_CEILING
 
 
 def test_rebuild_tells_missing_rows_from_rows_not_fetched() -> None:
@@ -214,20 +220,23 @@ def test_rebuild_stops_at_the_depth_limit() -> None:
     node, depth = rebuilt.tree, 0
     while MARKER_KEY not in node:
         node, depth = node["children"]["next"], depth + 1
-    assert depth == MAX_TREE_DEPTH + 1 and node[MARKER_KEY] == "truncated"
+    assert depth == MAX_TREE_DEPTH + 1
+    assert node[MARKER_KEY] == "truncated"
 
 
 def test_display_tree_links_only_usable_hashes_and_the_root_by_its_ingest_hash() -> None:
     dump = {"__type__": "Old", "children": {"a": {"class_name": "C", "hash": "a/b"}}}
     tree = tree_from_dump(dump, "f" * 64)
-    assert tree.class_name == "Old" and tree.link_hash == "f" * 64
+    assert tree.class_name == "Old"
+    assert tree.link_hash == "f" * 64
     assert tree.children[0].nodes[0].link_hash is None
 
 
 def test_display_tree_caps_params_and_shows_invisible_names() -> None:
     dump = {"class_name": "C\u200b", **{f"p{i}": "v" * 5_000 for i in range(1_000)}}
     tree = tree_from_dump(dump)
-    assert tree.class_name == "C⟨U+200B⟩" and tree.truncated
+    assert tree.class_name == "C⟨U+200B⟩"
+    assert tree.truncated
     assert sum(len(v) for _, v in tree.params) < 1_100_000
 
 
@@ -259,7 +268,8 @@ def test_word_diff_chunks_rebuild_both_values(seed: int) -> None:
 
 def test_word_diff_over_its_budget_falls_back_to_side_by_side() -> None:
     diff = word_diff("a b " * 500 + "end", "b a " * 500 + "end", budget=100)
-    assert diff.chunks is None and diff.over_budget
+    assert diff.chunks is None
+    assert diff.over_budget
 
 
 def test_conversation_page_labels_the_side_by_side_fallback(reviewer: Client, api: Client) -> None:
@@ -295,9 +305,12 @@ def test_visible_filter_shows_and_cuts_short_text() -> None:
 
 def test_list_filters_keep_the_first_items_and_count_the_rest() -> None:
     labels = {f"k{i}": "v" for i in range(10_000)}
-    assert len(first_items(labels)) == 8 and more_count(labels) == 9_992
-    assert first_items(["a", "b"], 5) == ["a", "b"] and more_count(["a", "b"], 5) == 0
-    assert first_items(None) == [] and more_count(None) == 0
+    assert len(first_items(labels)) == 8
+    assert more_count(labels) == 9_992
+    assert first_items(["a", "b"], 5) == ["a", "b"]
+    assert more_count(["a", "b"], 5) == 0
+    assert first_items(None) == []
+    assert more_count(None) == 0
 
 
 def test_list_page_shows_a_count_instead_of_ten_thousand_labels(
@@ -316,7 +329,9 @@ def test_list_page_shows_a_count_instead_of_ten_thousand_labels(
 @pytest.mark.parametrize("cid", [*hp.ID_SHAPES, "", "é", "\U000e0041", "plain-uuid.v4_ok"])
 def test_every_id_round_trips_through_its_path_segment(cid: str) -> None:
     segment = path_id(cid)
-    assert "/" not in segment and segment not in {".", ".."} and "\n" not in segment
+    assert "/" not in segment
+    assert segment not in {".", ".."}
+    assert "\n" not in segment
     assert decode_id(segment) == cid
     url = reverse("scoring:conversation_detail", args=[cid])
     assert resolve(url).kwargs["conversation_id"] == cid

@@ -89,7 +89,7 @@ class PageAudit(HTMLParser):
                 self.problems.append(f"event handler {name}= on <{tag}>")
             if name in {"src", "href", "action", "formaction", "srcdoc", "data", "poster"}:
                 url = (value or "").strip().lower()
-                if name == "srcdoc" or not url.startswith(("/", "#", "?")) and url:
+                if name == "srcdoc" or (not url.startswith(("/", "#", "?")) and url):
                     self.problems.append(f"{name}={value!r} on <{tag}>")
 
 

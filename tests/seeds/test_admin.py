@@ -98,7 +98,8 @@ def test_editing_a_seed_goes_through_the_services_and_lands_in_history(
     latest = seed.history.latest()
     assert (latest.history_type, latest.history_user_id) == ("~", curator.pk)
     history = admin_client_for.get(reverse("admin:seeds_seed_history", args=[seed.pk]))
-    assert b"old text" in history.content and b"new text" in history.content
+    assert b"old text" in history.content
+    assert b"new text" in history.content
 
 
 def test_a_second_objective_in_a_group_is_shown_as_an_inline_error(
@@ -252,7 +253,8 @@ def test_move_and_harm_category_actions_ask_then_apply(
     url = reverse("admin:seeds_seed_changelist")
     picked = {"_selected_action": [str(first.pk)]}
     asked = admin_client_for.post(url, {"action": "move_to_dataset", **picked})
-    assert asked.status_code == 200 and b"Move to dataset" in asked.content
+    assert asked.status_code == 200
+    assert b"Move to dataset" in asked.content
     done = admin_client_for.post(
         url, {"action": "move_to_dataset", "apply": "1", "dataset": target.pk, **picked}
     )

@@ -102,7 +102,8 @@ def test_the_preview_post_needs_the_csrf_token(curator: User) -> None:
         page = client.get(url)
         token = page.context["csrf_token"]
         done = client.post(url, {"who": "x", "csrfmiddlewaretoken": str(token)})
-        assert done.status_code == 200 and done.context["rendered"] == "Hi x"
+        assert done.status_code == 200
+        assert done.context["rendered"] == "Hi x"
 
 
 def test_other_methods_are_refused(reader: Client, staff: Client) -> None:
@@ -125,7 +126,8 @@ def test_previewing_a_hostile_template_shows_a_clear_error(
     assert b'class="notice template-error"' in response.content
     if name != "wordwrap":  # one 2 s time-out per test keeps the ceiling meaningful
         response = staff.post(_preview_urls(seed)[1])
-        assert response.status_code == 200 and response.context["error"] == error
+        assert response.status_code == 200
+        assert response.context["error"] == error
 
 
 @pytest.mark.usefixtures("ceiling")
@@ -206,7 +208,8 @@ def test_invisible_characters_are_shown_on_seed_pages_and_in_the_admin(
         assert "⟨U+202E⟩" in html and "⟨U+E0041⟩" in html and "⟨U+200B⟩" in html, page
         # The raw characters appear only where a curator edits the value (form inputs).
         outside_inputs = re.sub(r"<textarea.*?</textarea>|<input[^>]*>", "", html, flags=re.S)
-        assert "\u202e" not in outside_inputs and "\U000e0041" not in outside_inputs
+        assert "\u202e" not in outside_inputs
+        assert "\U000e0041" not in outside_inputs
     change = pages[6].content.decode()
     assert "[3 invisible character(s) shown as ⟨U+…⟩]" in change
 

@@ -74,7 +74,8 @@ def test_amplifying_filters_fail_with_a_clear_error_strictly(name: str) -> None:
 def test_amplifying_filters_are_reported_at_save_import_and_export(name: str) -> None:
     template = AMPLIFIERS[name]
     problems = template_problems(template, [])
-    assert len(problems) == 1 and "over budget" in problems[0]
+    assert len(problems) == 1
+    assert "over budget" in problems[0]
     with pytest.raises(TemplateBudgetExceeded):
         render_silent(template)
     with pytest.raises(TemplateBudgetExceeded):
@@ -198,7 +199,8 @@ def test_runner_reports_recursion_errors_and_cpu_spins() -> None:
         lambda f: f(), [lambda: _recurse(0), lambda: _spin(None), lambda: _fail("x")], limits
     )
     assert recursion.problem == "nests too deeply"
-    assert not spin.ok and ("took longer" in spin.problem or "CPU" in spin.problem)
+    assert not spin.ok
+    assert "took longer" in spin.problem or "CPU" in spin.problem
     assert fail.problem == "KeyError: 'x'"
 
 

@@ -161,7 +161,8 @@ def test_media_paths_outside_the_import_folder_are_refused(
     with pytest.raises(DatasetLoadError) as info:
         load_dataset_file(path)
     [problem] = info.value.problems
-    assert problem.startswith("seeds[0].value: ") and message in problem
+    assert problem.startswith("seeds[0].value: ")
+    assert message in problem
 
 
 def test_root_widens_the_folder_media_may_come_from(tmp_path: Path) -> None:
@@ -196,7 +197,8 @@ def test_media_that_do_not_sniff_as_their_data_type_are_refused(
     [report] = import_dataset(sources=[ImportSource("hostile.prompt", path=path)])
     [problem] = report.errors
     assert problem.startswith("seeds[0].value: The file is " + sniffed)
-    assert not Seed.objects.exists() and not MediaBlob.objects.exists()
+    assert not Seed.objects.exists()
+    assert not MediaBlob.objects.exists()
 
 
 @pytest.mark.django_db
@@ -207,7 +209,8 @@ def test_uploaded_media_are_sniffed_too() -> None:
     )
     assert "does not fit a image_path seed" in report.errors[0]
     [report] = import_dataset(sources=[ImportSource("u.prompt", text=text)], media={"pic.png": PNG})
-    assert report.ok and Seed.objects.get().media_id == MediaBlob.objects.get().sha256
+    assert report.ok
+    assert Seed.objects.get().media_id == MediaBlob.objects.get().sha256
 
 
 @pytest.mark.django_db

@@ -202,7 +202,8 @@ def test_the_file_without_dataset_name_becomes_a_dataset_named_after_name(
         "objective",
     )
     text = export_dataset(dataset)
-    assert text.startswith("name: psfuzz_steal_system_prompt\n") and "dataset_name" not in text
+    assert text.startswith("name: psfuzz_steal_system_prompt\n")
+    assert "dataset_name" not in text
 
 
 def test_history_records_who_imported(datasets_dir: Path, curator: User) -> None:
@@ -228,7 +229,8 @@ def test_uploaded_files_resolve_media_from_uploaded_bytes(
     [report] = import_dataset(
         sources=[ImportSource(path.name, text=text)], user=curator, media=uploaded
     )
-    assert report.ok and report.seeds_created == 4
+    assert report.ok
+    assert report.seeds_created == 4
     audio = Seed.objects.get(data_type="audio_path")
     assert audio.value == "datasets/seed_datasets/local/examples/multimodal_data/molotov.wav"
     assert audio.value_sha256 == hashlib.sha256(uploaded["molotov.wav"]).hexdigest()

@@ -43,7 +43,8 @@ def test_pages_need_a_login(client: Client) -> None:
         reverse("seeds:seed_preview", args=[seed.pk]),
     ):
         response = client.get(url)
-        assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+        assert response.status_code == 302
+        assert "/accounts/login/" in response["Location"]
 
 
 def test_dataset_list_shows_counts_and_escapes_names(reader: Client) -> None:
@@ -164,7 +165,8 @@ def test_promote_creates_a_seed_linked_to_its_piece_and_attack_result(
     dataset = make_dataset("reviewed")
     piece = _assistant_piece()
     result = AttackResult.objects.first()
-    assert piece is not None and result is not None
+    assert piece is not None
+    assert result is not None
     back = reverse("seeds:dataset_list") + "?from=conversation"
     response = client.post(
         reverse("memory:promote_piece"),
@@ -176,7 +178,8 @@ def test_promote_creates_a_seed_linked_to_its_piece_and_attack_result(
             "next": back,
         },
     )
-    assert response.status_code == 302 and response["Location"] == back
+    assert response.status_code == 302
+    assert response["Location"] == back
     seed = Seed.objects.get()
     assert (seed.value, seed.role, seed.dataset_id) == (
         piece.converted_value,

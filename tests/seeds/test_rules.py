@@ -130,7 +130,7 @@ def test_all_seeds_of_a_group_share_its_dataset_and_group_id() -> None:
     seed = make_seed(mine, value="y")
     seed.group = group
     errors = services.check_seed_changes([seed])
-    assert [e.message for _, e in errors][0].startswith("The group belongs to another dataset")
+    assert next(e.message for _, e in errors).startswith("The group belongs to another dataset")
     with pytest.raises(services.SeedRulesError):
         services.save_seed_changes(changed=[seed])
     assert Seed.objects.get(pk=seed.pk).group_id != group.pk

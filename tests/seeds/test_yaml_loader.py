@@ -162,7 +162,9 @@ def test_rule5_added_by_and_date_added_inherit_unless_the_seed_says() -> None:
     )
     first, second = ds.seeds
     assert first.added_by == "alice"
-    assert first.date_added is not None and first.date_added.tzinfo is not None  # naive -> UTC
+    # naive -> UTC
+    assert first.date_added is not None
+    assert first.date_added.tzinfo is not None
     assert (second.added_by, second.date_added) == ("bob", None)
 
 
