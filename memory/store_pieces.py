@@ -443,7 +443,7 @@ def store_conversations(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]
         status,
         duplicates,
         _conversation_compare,
-        lambda c: ("target_identifier", "retries"),
+        lambda _: ("target_identifier", "retries"),
         key="conversation_id",
     )
 

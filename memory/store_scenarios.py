@@ -89,7 +89,7 @@ def _stored_compare(obj: ScenarioResult) -> dict[str, Any]:
     return row
 
 
-def _fields(scenario: ParsedScenarioResult) -> tuple[str, ...]:
+def _fields(_scenario: ParsedScenarioResult) -> tuple[str, ...]:
     return SCENARIO_COMPARE
 
 

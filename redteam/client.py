@@ -607,7 +607,7 @@ def _scenario_items(memory: PyritMemoryFile, rows: list[sqlite3.Row]) -> list[di
 
 MEMORY_TABLES: list[MemoryTable] = [
     MemoryTable(
-        "conversations", "Conversations", lambda m, rows: [conversation_from_row(r) for r in rows]
+        "conversations", "Conversations", lambda _, rows: [conversation_from_row(r) for r in rows]
     ),
     MemoryTable(
         "message_pieces",
@@ -619,7 +619,7 @@ MEMORY_TABLES: list[MemoryTable] = [
     MemoryTable("scores", "ScoreEntries", _score_items),
     MemoryTable("attack_results", "AttackResultEntries", _attack_result_items),
     MemoryTable("scenario_results", "ScenarioResultEntries", _scenario_items),
-    MemoryTable("seeds", "SeedPromptEntries", lambda m, rows: [seed_from_row(r) for r in rows]),
+    MemoryTable("seeds", "SeedPromptEntries", lambda _, rows: [seed_from_row(r) for r in rows]),
 ]
 
 
@@ -896,7 +896,7 @@ class PyritMemoryFile:
         }
         selection: dict[str, list[int]] = {}
         for spec in self.specs():
-            needs, rule = keep.get(spec.table, ((), lambda row: True))
+            needs, rule = keep.get(spec.table, ((), lambda _: True))
             selection[spec.table] = self._ordered_rowids(spec.table, spec.order, needs, rule)
         return selection
 

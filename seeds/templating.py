@@ -235,12 +235,12 @@ def _run_budgeted(env: GuardedSandbox, source: str, params: Mapping[str, Any]) -
 def _render_traced(env: GuardedSandbox, source: str, params: Mapping[str, Any]) -> str:
     template = env.from_string(source)
 
-    def local_tracer(frame: FrameType, event: str, arg: Any) -> Any:
+    def local_tracer(_frame: FrameType, event: str, _arg: Any) -> Any:
         if event == "line":
             env.budget.step()
         return local_tracer
 
-    def global_tracer(frame: FrameType, event: str, arg: Any) -> Any:
+    def global_tracer(frame: FrameType, _event: str, _arg: Any) -> Any:
         return local_tracer if frame.f_code.co_filename == _TEMPLATE_FILENAME else None
 
     previous = sys.gettrace()

@@ -25,10 +25,11 @@ def _error(description: str) -> dict[str, Any]:
     }
 
 
-def add_error_responses(
-    result: dict[str, Any], generator: Any, request: Any, public: bool
-) -> dict[str, Any]:
-    """Add 400/401/403/404/415 to each operation where they can happen (never overriding)."""
+def add_error_responses(result: dict[str, Any], **hook_arguments: Any) -> dict[str, Any]:
+    """Add 400/401/403/404/415 to each operation where they can happen (never overriding).
+
+    A drf-spectacular postprocessing hook: it is also passed generator, request and public.
+    """
     result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
     for path_item in result.get("paths", {}).values():
         for operation in path_item.values():

@@ -6,7 +6,7 @@ produces HTML: functions return plain strings or ``(kind, text)`` segments that 
 render with autoescaping, so no stored string is ever marked safe.
 
 Segment kinds: ``"t"`` plain text, ``"x"`` a visible stand-in for an invisible character
-(``⟨U+E0041⟩``, or ``⟨U+200B ×1,000⟩`` for a run of one character).
+(``⟨U+E0041⟩``, or ``⟨U+200B \N{MULTIPLICATION SIGN}1,000⟩`` for a run of one character).
 """
 
 from __future__ import annotations
@@ -106,18 +106,19 @@ def _patterns_for(text: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
 
 def escape_label(ch: str, count: int = 1) -> str:
     """The visible stand-in for an invisible character, e.g. ``⟨U+200B⟩`` or, for a run of
-    them, ``⟨U+200B ×1,000⟩``."""
+    them, ``⟨U+200B \N{MULTIPLICATION SIGN}1,000⟩``."""
     if count == 1:
         return f"⟨U+{ord(ch):04X}⟩"
-    return f"⟨U+{ord(ch):04X} ×{count:,}⟩"
+    return f"⟨U+{ord(ch):04X} \N{MULTIPLICATION SIGN}{count:,}⟩"
 
 
 def visible_segments(text: str) -> list[Segment]:
     """Split text into plain runs and visible stand-ins for invisible characters.
 
     A run of one invisible character repeated becomes one stand-in with its count
-    (``⟨U+200B ×100000⟩``), and past ``MAX_STAND_INS`` stand-ins per value the rest of the
-    invisible characters are only counted, so hostile padding cannot multiply a page's size.
+    (``⟨U+200B \N{MULTIPLICATION SIGN}100000⟩``), and past ``MAX_STAND_INS`` stand-ins per
+    value the rest of the invisible characters are only counted, so hostile padding cannot
+    multiply a page's size.
     Matching is done by compiled regexes, so the cost is linear at C speed.
     """
     segments: list[Segment] = []

@@ -208,8 +208,9 @@ def test_every_key_costs_one_lookup_and_one_hash_check(make_key: KeyFactory, whi
     assert spy.call_args.args[2].startswith("sha512$$")
 
 
+@pytest.mark.usefixtures("limited")
 def test_a_correct_key_costs_one_query_whatever_the_limit(
-    limited: int, make_key: KeyFactory, django_assert_num_queries: Any
+    make_key: KeyFactory, django_assert_num_queries: Any
 ) -> None:
     right = make_key("read")
     _get(right, "203.0.113.7")  # stamps last_used_at

@@ -144,8 +144,8 @@ def test_ingest_only_key_cannot_read(make_key: KeyFactory) -> None:
     assert client.post(INGEST, {}, format="json").status_code == 200
 
 
-def test_key_without_scopes_can_do_nothing(make_key: KeyFactory) -> None:
-    _, key = ApiKey.objects.create_key(name="none", user=User.objects.get(), scopes=[])
+def test_key_without_scopes_can_do_nothing(user: User) -> None:
+    _, key = ApiKey.objects.create_key(name="none", user=user, scopes=[])
     client = bearer_client(key)
     assert client.post(INGEST, {}, format="json").status_code == 403
     assert client.get(READ).status_code == 403
@@ -228,7 +228,8 @@ def test_create_api_key_with_read_scope_only(user: User, capsys: Any) -> None:
         (["--user", "attacker", "--scopes", ","], "Unknown"),
     ],
 )
-def test_create_api_key_rejects_bad_arguments(user: User, args: list[str], message: str) -> None:
+@pytest.mark.usefixtures("user")
+def test_create_api_key_rejects_bad_arguments(args: list[str], message: str) -> None:
     with pytest.raises(CommandError, match=message):
         call_command("create_api_key", *args)
     assert not ApiKey.objects.exists()

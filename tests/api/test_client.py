@@ -164,7 +164,7 @@ def test_retries_give_up_with_a_clear_error(
         client.push(pieces=factories.conversation_pieces(1))
 
 
-def test_client_errors_are_not_retried(live_server: Any, make_key: KeyFactory) -> None:
+def test_client_errors_are_not_retried(live_server: Any) -> None:
     slept: list[float] = []
     bad = RedteamClient(live_server.url, "aaaaaaaa.wrong", sleep=slept.append)
     with pytest.raises(RedteamHTTPError) as excinfo:

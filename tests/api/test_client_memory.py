@@ -47,7 +47,7 @@ def new_client(url: str) -> RedteamClient:
     """A client with a fresh ingest+read key (users do not survive `fresh_state`)."""
     user, _ = User.objects.get_or_create(username=f"pusher-{uuid.uuid4().hex[:8]}")
     _, key = ApiKey.objects.create_key(name="t", user=user, scopes=["ingest", "read"])
-    return RedteamClient(url, key, batch_size=7, sleep=lambda s: None)
+    return RedteamClient(url, key, batch_size=7, sleep=lambda _: None)
 
 
 def fresh_state() -> None:
@@ -194,8 +194,9 @@ class FakeMemory:
         originals = {p["original_prompt_id"] for p in pieces}
         return [s for s in self.rows["scores"] if s["prompt_request_response_id"] in originals]
 
-    def get_scores(self, *, sent_after: Any) -> list[dict[str, Any]]:
-        return list(self.rows["scores"])
+    def get_scores(self, *, sent_after: Any = None) -> list[dict[str, Any]]:
+        # PyRIT answers no score without a filter; every fixture score is after the epoch.
+        return list(self.rows["scores"]) if sent_after is not None else []
 
     def _get_conversation(self, *, conversation_id: str) -> dict[str, Any] | None:
         rows = [c for c in self.rows["conversations"] if c["conversation_id"] == conversation_id]
@@ -332,7 +333,7 @@ def edge_case_file(tmp_path: Path, fixtures_dir: Path) -> tuple[Path, str, str]:
 def test_push_memory_of_hostile_content_answers_like_the_import(
     live_server: Any, fixtures_dir: Path, tmp_path: Path
 ) -> None:
-    path, nul_id, image_id = edge_case_file(tmp_path, fixtures_dir)
+    path, _, image_id = edge_case_file(tmp_path, fixtures_dir)
     snapshot = assert_push_equals_import(live_server.url, path)
     assert "safe\\u0000hidden" in snapshot["message-pieces"]
     assert "NaN" in snapshot["scores"]
@@ -356,9 +357,8 @@ def test_prepended_image_without_sha256_is_attached_by_push_memory(
     assert "/home/operator/pyrit-run/media/fixture_checkerboard.png" in result.media_unreadable
 
 
-def test_import_pyrit_memory_media_from_finds_the_runs_files(
-    live_server: Any, fixtures_dir: Path
-) -> None:
+@pytest.mark.usefixtures("live_server")
+def test_import_pyrit_memory_media_from_finds_the_runs_files(fixtures_dir: Path) -> None:
     path = memory_path(fixtures_dir, "pyrit-1.1")
     report = import_pyrit_memory(path, media_from=fixtures_dir / "pyrit-1.1" / "media")
     image = "/home/operator/pyrit-run/media/fixture_checkerboard.png"

@@ -54,7 +54,7 @@ def fake_store(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]:
     return outcomes
 
 
-def crashing_store(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]:
+def crashing_store(_items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]:
     raise RuntimeError("boom")
 
 
@@ -69,7 +69,8 @@ def post(client: APIClient, body: Any, query: str = "", **extra: Any) -> Any:
     return client.post(URL + query, raw, content_type="application/json", **extra)
 
 
-def test_all_stored_is_200_with_counts(api: APIClient, fake_services: None) -> None:
+@pytest.mark.usefixtures("fake_services")
+def test_all_stored_is_200_with_counts(api: APIClient) -> None:
     response = post(api, {"message_pieces": [{"id": "a"}, {"id": "b"}], "seeds": [{"id": "s"}]})
     assert response.status_code == 200
     body = response.json()
@@ -82,7 +83,8 @@ def test_all_stored_is_200_with_counts(api: APIClient, fake_services: None) -> N
     assert FAKE.count() == 3
 
 
-def test_replay_is_200_and_stores_nothing_new(api: APIClient, fake_services: None) -> None:
+@pytest.mark.usefixtures("fake_services")
+def test_replay_is_200_and_stores_nothing_new(api: APIClient) -> None:
     batch = {"scores": [{"id": "a", "v": 1}]}
     post(api, batch)
     response = post(api, batch)
@@ -92,9 +94,8 @@ def test_replay_is_200_and_stores_nothing_new(api: APIClient, fake_services: Non
     assert FAKE.count() == 1
 
 
-def test_partial_failure_is_207_and_names_item_index_id_and_field(
-    api: APIClient, fake_services: None
-) -> None:
+@pytest.mark.usefixtures("fake_services")
+def test_partial_failure_is_207_and_names_item_index_id_and_field(api: APIClient) -> None:
     response = post(api, {"attack_results": [{"id": "ok"}, {"id": "no", "bad": True}]})
     assert response.status_code == 207
     body = response.json()
@@ -110,9 +111,8 @@ def test_partial_failure_is_207_and_names_item_index_id_and_field(
     assert FAKE.filter(object_id="ok").exists()
 
 
-def test_conflict_is_reported_per_item_and_nothing_is_overwritten(
-    api: APIClient, fake_services: None
-) -> None:
+@pytest.mark.usefixtures("fake_services")
+def test_conflict_is_reported_per_item_and_nothing_is_overwritten(api: APIClient) -> None:
     post(api, {"scores": [{"id": "a", "v": 1}]})
     response = post(api, {"scores": [{"id": "a", "v": 2}, {"id": "b"}]})
     assert response.status_code == 207
@@ -122,9 +122,8 @@ def test_conflict_is_reported_per_item_and_nothing_is_overwritten(
     assert FAKE.get(object_id="a").detail == {"id": "a", "v": 1}
 
 
-def test_atomic_batch_with_a_rejected_item_stores_nothing(
-    api: APIClient, fake_services: None
-) -> None:
+@pytest.mark.usefixtures("fake_services")
+def test_atomic_batch_with_a_rejected_item_stores_nothing(api: APIClient) -> None:
     response = post(api, {"seeds": [{"id": "ok"}, {"id": "no", "bad": True}]}, "?atomic=1")
     assert response.status_code == 207
     body = response.json()
@@ -135,18 +134,21 @@ def test_atomic_batch_with_a_rejected_item_stores_nothing(
     assert not FAKE.exists()
 
 
-def test_atomic_batch_without_errors_is_stored(api: APIClient, fake_services: None) -> None:
+@pytest.mark.usefixtures("fake_services")
+def test_atomic_batch_without_errors_is_stored(api: APIClient) -> None:
     response = post(api, {"seeds": [{"id": "ok"}]}, "?atomic=1")
     assert response.status_code == 200
     assert response.json()["rolled_back"] is False
     assert FAKE.count() == 1
 
 
-def test_bad_atomic_flag_is_400(api: APIClient, fake_services: None) -> None:
+@pytest.mark.usefixtures("fake_services")
+def test_bad_atomic_flag_is_400(api: APIClient) -> None:
     assert post(api, {}, "?atomic=maybe").status_code == 400
 
 
-def test_non_object_items_are_rejected_per_item(api: APIClient, fake_services: None) -> None:
+@pytest.mark.usefixtures("fake_services")
+def test_non_object_items_are_rejected_per_item(api: APIClient) -> None:
     response = post(api, {"message_pieces": [1, {"id": "a"}, "x"]})
     assert response.status_code == 207
     items = response.json()["items"]
@@ -200,7 +202,8 @@ def test_a_crashing_service_leaves_nothing_half_written(
         b"[" * 100_000 + b"]" * 100_000,
     ],
 )
-def test_malformed_json_is_400(api: APIClient, fake_services: None, raw: bytes) -> None:
+@pytest.mark.usefixtures("fake_services")
+def test_malformed_json_is_400(api: APIClient, raw: bytes) -> None:
     response = post(api, raw)
     assert response.status_code == 400
     assert response.json()["detail"]
@@ -218,31 +221,35 @@ def test_malformed_json_is_400(api: APIClient, fake_services: None, raw: bytes) 
         {"seeds": 3},
     ],
 )
-def test_wrong_top_level_types_are_400(api: APIClient, fake_services: None, body: Any) -> None:
+@pytest.mark.usefixtures("fake_services")
+def test_wrong_top_level_types_are_400(api: APIClient, body: Any) -> None:
     response = post(api, body)
     assert response.status_code == 400
     assert response.json()["detail"]
     assert not FAKE.exists()
 
 
-def test_unknown_key_and_valid_lists_store_nothing(api: APIClient, fake_services: None) -> None:
+@pytest.mark.usefixtures("fake_services")
+def test_unknown_key_and_valid_lists_store_nothing(api: APIClient) -> None:
     response = post(api, {"seeds": [{"id": "s"}], "pieces": [{"id": "p"}]})
     assert response.status_code == 400
     assert "pieces" in response.json()["detail"]
     assert not FAKE.exists()
 
 
-def test_non_json_content_type_is_415(api: APIClient, fake_services: None) -> None:
+@pytest.mark.usefixtures("fake_services")
+def test_non_json_content_type_is_415(api: APIClient) -> None:
     response = api.post(URL, "a=1", content_type="application/x-www-form-urlencoded")
     assert response.status_code == 415
 
 
+@pytest.mark.usefixtures("fake_services")
 def test_body_over_the_limit_is_413_before_parsing(
-    api: APIClient, fake_services: None, settings: Any, monkeypatch: pytest.MonkeyPatch
+    api: APIClient, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings.REDTEAM_MAX_BODY_BYTES = 100
 
-    def must_not_parse(data: bytes) -> Any:
+    def must_not_parse(_data: bytes) -> Any:
         raise AssertionError("parsed an oversized body")
 
     monkeypatch.setattr("redteam.site.api.parse_json", must_not_parse)
@@ -253,15 +260,15 @@ def test_body_over_the_limit_is_413_before_parsing(
     assert not FAKE.exists()
 
 
-def test_body_at_the_limit_is_accepted(api: APIClient, fake_services: None, settings: Any) -> None:
+@pytest.mark.usefixtures("fake_services")
+def test_body_at_the_limit_is_accepted(api: APIClient, settings: Any) -> None:
     raw = json.dumps({"seeds": [{"id": "x"}]}).encode()
     settings.REDTEAM_MAX_BODY_BYTES = len(raw)
     assert post(api, raw).status_code == 200
 
 
-def test_too_many_items_is_413_and_stores_nothing(
-    api: APIClient, fake_services: None, settings: Any
-) -> None:
+@pytest.mark.usefixtures("fake_services")
+def test_too_many_items_is_413_and_stores_nothing(api: APIClient, settings: Any) -> None:
     settings.REDTEAM_MAX_ITEMS = 3
     response = post(
         api, {"message_pieces": [{"id": "a"}, {"id": "b"}], "seeds": [{"id": "c"}, {"id": "d"}]}
@@ -271,9 +278,8 @@ def test_too_many_items_is_413_and_stores_nothing(
     assert not FAKE.exists()
 
 
-def test_items_at_the_limit_are_accepted(
-    api: APIClient, fake_services: None, settings: Any
-) -> None:
+@pytest.mark.usefixtures("fake_services")
+def test_items_at_the_limit_are_accepted(api: APIClient, settings: Any) -> None:
     settings.REDTEAM_MAX_ITEMS = 3
     response = post(api, {"message_pieces": [{"id": "a"}, {"id": "b"}], "seeds": [{"id": "c"}]})
     assert response.status_code == 200

@@ -61,9 +61,11 @@ PIECE_RULES: list[tuple[str, Mutation, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("rule", "mutate", "field"), PIECE_RULES, ids=[r[0] for r in PIECE_RULES])
+@pytest.mark.parametrize(
+    ("mutate", "field"), [pytest.param(m, f, id=rule) for rule, m, f in PIECE_RULES]
+)
 def test_invalid_piece_is_rejected_with_index_id_and_field(
-    api: APIClient, rule: str, mutate: Mutation, field: str
+    api: APIClient, mutate: Mutation, field: str
 ) -> None:
     good = factories.conversation_pieces(1)[0]
     bad = factories.conversation_pieces(1)[0]
@@ -113,9 +115,11 @@ SCORE_RULES: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
-@pytest.mark.parametrize(("rule", "change", "field"), SCORE_RULES, ids=[r[0] for r in SCORE_RULES])
+@pytest.mark.parametrize(
+    ("change", "field"), [pytest.param(c, f, id=rule) for rule, c, f in SCORE_RULES]
+)
 def test_invalid_score_is_rejected_with_field(
-    api: APIClient, rule: str, change: dict[str, Any], field: str
+    api: APIClient, change: dict[str, Any], field: str
 ) -> None:
     piece = factories.conversation_pieces(1)[0]
     bad = factories.score(piece, **change)
@@ -161,10 +165,10 @@ RESULT_RULES: list[tuple[str, dict[str, Any], str]] = [
 
 
 @pytest.mark.parametrize(
-    ("rule", "change", "field"), RESULT_RULES, ids=[r[0] for r in RESULT_RULES]
+    ("change", "field"), [pytest.param(c, f, id=rule) for rule, c, f in RESULT_RULES]
 )
 def test_invalid_attack_result_is_rejected_with_field(
-    api: APIClient, rule: str, change: dict[str, Any], field: str
+    api: APIClient, change: dict[str, Any], field: str
 ) -> None:
     cid = str(uuid.uuid4())
     bad = factories.attack_result(cid, **change)

@@ -169,7 +169,7 @@ def test_a_filtered_run_brings_the_seeds_its_atomic_attacks_name() -> None:
 
 
 def test_run_refuses_the_013_shape() -> None:
-    with pytest.raises(CommandError, match="1.x"):
+    with pytest.raises(CommandError, match=r"1\.x"):
         export("--shape", "0.13")
 
 

@@ -5,7 +5,7 @@ dashboard; and hostile content (garak's XSS and markdown payloads) stays inert e
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,14 +84,12 @@ class Guard:
 
 
 @pytest.fixture
-def reviewer_page(
-    logged_in_page: Callable[..., Any], live_server: Any
-) -> Iterator[tuple[Any, Guard]]:
+def reviewer_page(logged_in_page: Callable[..., Any], live_server: Any) -> tuple[Any, Guard]:
     """A page logged in as a reviewer, with the inertness guard attached."""
     make_user("rita", "reviewer")
     guard = Guard(origin=live_server.url)
     page = logged_in_page("rita", PASSWORD)
-    yield guard.watch(page), guard
+    return guard.watch(page), guard
 
 
 def _image_conversation() -> tuple[Any, Any]:
@@ -129,7 +127,7 @@ def test_reviewer_filters_reads_judges_and_finds_the_verdict_everywhere(
     reviewer_page: tuple[Any, Guard],
 ) -> None:
     page, guard = reviewer_page
-    conv, _ = _image_conversation()
+    _image_conversation()
     other = make_conversation(2, labels={"operation": "op-text"})
     make_attack_result(other, labels={"operation": "op-text"}, objective="Unrelated objective")
 
@@ -216,7 +214,7 @@ def test_queue_keyboard_moves_between_unreviewed_results(
 
 
 def test_read_only_users_see_conversations_but_no_verdict_form(
-    logged_in_page: Callable[..., Any], live_server: Any
+    logged_in_page: Callable[..., Any],
 ) -> None:
     conv, _ = _image_conversation()
     make_user("rob", "read-only")
@@ -350,7 +348,8 @@ def test_xss_and_markdown_payloads_stay_inert_on_every_page(
     ]
     for url in urls:
         response = page.goto(url)
-        assert response is not None and response.status == 200, url
+        assert response is not None, url
+        assert response.status == 200, url
         page.wait_for_load_state("networkidle")
         guard.assert_inert(page)
 

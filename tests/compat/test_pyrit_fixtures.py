@@ -319,7 +319,8 @@ def test_sqlite_import_brings_every_table_and_reruns_store_nothing(
         assert report.tables[table].stored == count, table
     again = import_pyrit_memory(path)
     for table, counter in again.tables.items():
-        assert counter.stored == 0 and counter.rejected == 0, (table, counter)
+        assert counter.stored == 0, (table, counter)
+        assert counter.rejected == 0, (table, counter)
 
 
 def test_sqlite_import_exports_like_the_jsonl_fixtures(fixtures_dir: Path) -> None:

@@ -864,7 +864,7 @@ def test_from_dict_legacy_type_module_dict() -> None:
 def test_normalize() -> None:
     identifier = ci()
     assert ComponentIdentifier.normalize(identifier) is identifier
-    with pytest.warns(DeprecationWarning):
+    with pytest.warns(DeprecationWarning, match="passing a dict for ComponentIdentifier"):
         parsed = ComponentIdentifier.normalize(
             {"class_name": "A", "class_module": "m", "hash": "h"}
         )
@@ -1252,18 +1252,18 @@ def test_seed_identifier_class_resolution() -> None:
     simulated = build_seed_identifier({"value": "{}", "seed_type": "simulated_conversation"})
     assert simulated.class_module == "pyrit.models.seeds.seed_simulated_conversation"
     assert build_seed_identifier(SEED, seed_class="SeedPrompt").class_name == "SeedPrompt"
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown seed class 'NotASeed'"):
         build_seed_identifier(SEED, seed_class="NotASeed")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown seed_type 'bogus'"):
         build_seed_identifier({"value": "v", "seed_type": "bogus"})
 
 
 def test_atomic_attack_requires_exactly_one_of_attack_and_technique() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="exactly one of technique_identifier and attack_"):
         build_atomic_attack_identifier()
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="exactly one of technique_identifier and attack_"):
         build_atomic_attack_identifier(attack_identifier=ci(), technique_identifier=ci())
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"0\.12 atomic attacks take attack_identifier only"):
         build_atomic_attack_identifier(technique_identifier=ci(), line="0.12")
 
 

@@ -78,12 +78,14 @@ def corpus() -> dict[str, Any]:
     return {"a": a, "b": b, "c": c, "ra": ra, "rb": rb, "now": now}
 
 
-def test_no_filters_lists_every_conversation_with_pieces(corpus: dict[str, Any]) -> None:
+@pytest.mark.usefixtures("corpus")
+def test_no_filters_lists_every_conversation_with_pieces() -> None:
     Conversation.objects.create(conversation_id="declared-only", declared=True)
     assert _ids("") == {"conv-a", "conv-b", "conv-c"}
 
 
-def test_label_filters_and_across_keys_or_within_a_key(corpus: dict[str, Any]) -> None:
+@pytest.mark.usefixtures("corpus")
+def test_label_filters_and_across_keys_or_within_a_key() -> None:
     assert _ids("label=operation:op1") == {"conv-a", "conv-c"}
     assert _ids("label=operation:op1&label=operator:bob") == {"conv-c"}
     assert _ids("label=operator:alice&label=operator:bob") == {"conv-a", "conv-b", "conv-c"}
@@ -91,7 +93,8 @@ def test_label_filters_and_across_keys_or_within_a_key(corpus: dict[str, Any]) -
     assert _ids("label=operation:nope") == set()
 
 
-def test_operation_and_operator_are_label_shortcuts(corpus: dict[str, Any]) -> None:
+@pytest.mark.usefixtures("corpus")
+def test_operation_and_operator_are_label_shortcuts() -> None:
     assert _ids("operation=op2") == {"conv-b"}
     assert _ids("operator=bob") == {"conv-b", "conv-c"}
 
@@ -101,7 +104,8 @@ def test_target_by_class_name_or_hash(corpus: dict[str, Any]) -> None:
     assert _ids(f"target={corpus['a'].target_identifier_id}") == {"conv-a", "conv-c"}
 
 
-def test_attack_converter_harm_outcome(corpus: dict[str, Any]) -> None:
+@pytest.mark.usefixtures("corpus")
+def test_attack_converter_harm_outcome() -> None:
     assert _ids("attack=RedTeamingAttack") == {"conv-b"}
     assert _ids("converter=ROT13Converter") == {"conv-a"}
     assert _ids("harm_category=hate_speech&harm_category=violence") == {"conv-a", "conv-b"}
@@ -109,7 +113,8 @@ def test_attack_converter_harm_outcome(corpus: dict[str, Any]) -> None:
     assert _ids("outcome=success&outcome=failure") == {"conv-a", "conv-b"}
 
 
-def test_data_type_error_and_score_value(corpus: dict[str, Any]) -> None:
+@pytest.mark.usefixtures("corpus")
+def test_data_type_error_and_score_value() -> None:
     assert _ids("data_type=image_path") == {"conv-b"}
     assert _ids("has_error=true") == {"conv-c"}
     assert _ids("has_error=false") == {"conv-a", "conv-b"}
@@ -123,7 +128,8 @@ def test_date_bounds_are_inclusive_and_accept_dates(corpus: dict[str, Any]) -> N
     assert _ids(f"before={five_days_ago}") == {"conv-a"}
 
 
-def test_full_text_search_matches_original_and_converted_values(corpus: dict[str, Any]) -> None:
+@pytest.mark.usefixtures("corpus")
+def test_full_text_search_matches_original_and_converted_values() -> None:
     assert _ids("q=lock") == {"conv-a"}
     assert _ids("q=cat") == {"conv-b"}
     assert _ids("q=absent") == set()

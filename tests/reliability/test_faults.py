@@ -318,8 +318,8 @@ def test_hostile_body_gets_a_clear_4xx_and_the_server_keeps_serving(
     make_body, content_type, expected = HOSTILE[case]
     status, answer = _post(served, key, make_body(), content_type)
     assert status == expected, answer
-    # a readable reason
-    assert isinstance(answer, dict) and answer.get("detail"), answer
+    assert isinstance(answer, dict), answer
+    assert answer.get("detail"), answer  # a readable reason
     assert MessagePiece.objects.using(served.alias).count() == 0
     _expect_good_batch_stored(served, key, template)
 

@@ -76,9 +76,8 @@ def keep_test_connection() -> Any:
     signals.request_finished.connect(close_old_connections)
 
 
-def test_api_survives_schema_driven_fuzzing(
-    fuzz_key: str, seeded: None, quiet_request_log: None, keep_test_connection: None
-) -> None:
+@pytest.mark.usefixtures("seeded", "quiet_request_log", "keep_test_connection")
+def test_api_survives_schema_driven_fuzzing(fuzz_key: str) -> None:
     auth = {"Authorization": f"Bearer {fuzz_key}"}
     # The real schema endpoint, read with the key (it needs the read scope).
     schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application, headers=auth)

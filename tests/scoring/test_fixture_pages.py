@@ -80,9 +80,8 @@ def test_fixture_image_blocked_error_and_human_score_are_shown(
     assert 'class="badge human">human<' in html
 
 
-def test_fixture_results_list_detail_objective_and_dashboard(
-    reviewer_client: Client, pyrit_11: Path
-) -> None:
+@pytest.mark.usefixtures("pyrit_11")
+def test_fixture_results_list_detail_objective_and_dashboard(reviewer_client: Client) -> None:
     results = list(AttackResult.objects.all())
     assert len(results) == 6
     listing = reviewer_client.get(reverse("scoring:attack_result_list"))

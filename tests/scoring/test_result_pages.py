@@ -120,7 +120,7 @@ def test_queue_query_count_is_constant(
 # --- detail and objective ---------------------------------------------------------------------
 
 
-def test_result_detail_shows_everything(reviewer_client: Client, reviewer: Any) -> None:
+def test_result_detail_shows_everything(reviewer_client: Client) -> None:
     conv = make_conversation(2)
     result = make_attack_result(conv, outcome="error", related=[("adv-1", "adversarial")])
     AttackResult.objects.filter(pk=result.pk).update(

@@ -223,7 +223,8 @@ def test_every_url_is_classified() -> None:
     assert stale == [], f"classified URLs that no longer exist: {stale}"
 
 
-def test_access_matrix(roles: Roles, memory: Memory, quiet_request_log: None) -> None:
+@pytest.mark.usefixtures("quiet_request_log")
+def test_access_matrix(roles: Roles, memory: Memory) -> None:
     wrong: list[str] = []
     checked = 0
     # One client per role; logging out would end the session, so logout URLs get fresh ones.

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from redteam.common.admin import ReadOnlyMixin
 from redteam.common.models import MediaBlob
-from tests.security.conftest import PNG, Memory, Roles
+from tests.security.conftest import PNG, Roles
 
 pytestmark = pytest.mark.django_db
 
@@ -53,8 +53,9 @@ def _minimal_posts(model: type[models.Model]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("label", ADMINS)
+@pytest.mark.usefixtures("quiet_request_log")
 def test_admin_add_page_never_answers_500_to_empty_or_minimal_posts(
-    label: str, staff: Client, quiet_request_log: None
+    label: str, staff: Client
 ) -> None:
     model = next(m for m, _ in _registered() if m._meta.label == label)
     url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_add")
@@ -70,9 +71,8 @@ def test_admin_add_page_never_answers_500_to_empty_or_minimal_posts(
 
 
 @pytest.mark.parametrize("label", ADMINS)
-def test_admin_change_page_never_answers_500_to_an_empty_post(
-    label: str, staff: Client, memory: Memory, quiet_request_log: None
-) -> None:
+@pytest.mark.usefixtures("memory", "quiet_request_log")
+def test_admin_change_page_never_answers_500_to_an_empty_post(label: str, staff: Client) -> None:
     model = next(m for m, _ in _registered() if m._meta.label == label)
     obj = model._default_manager.order_by("pk").first()
     if obj is None:

@@ -149,7 +149,8 @@ def test_seeds_ingested_through_the_api_are_versioned_with_the_keys_user(
     assert all(r.history_date is not None for r in rows)
 
 
-def test_create_api_key_command_is_audited_once_as_the_command(owner: Any) -> None:
+@pytest.mark.usefixtures("owner")
+def test_create_api_key_command_is_audited_once_as_the_command() -> None:
     from io import StringIO
 
     from django.core.management import call_command

@@ -111,9 +111,8 @@ def _is_api_list(path: str) -> bool:
     return cls is not None and actions.get("get") == "list" and cls.pagination_class is not None
 
 
-def test_every_list_refuses_every_tampered_cursor_with_400(
-    roles: Roles, memory: Memory, quiet_request_log: None
-) -> None:
+@pytest.mark.usefixtures("quiet_request_log")
+def test_every_list_refuses_every_tampered_cursor_with_400(roles: Roles, memory: Memory) -> None:
     staff = Client(raise_request_exception=False)
     staff.force_login(roles.users["staff"])
     keyed = Client(
@@ -155,9 +154,8 @@ def test_every_list_refuses_every_tampered_cursor_with_400(
     assert {"memory:conversation_list", "scoring:attack_result_list"} <= set(pages), pages
 
 
-def test_cursors_the_lists_hand_out_still_work(
-    roles: Roles, memory: Memory, quiet_request_log: None
-) -> None:
+@pytest.mark.usefixtures("quiet_request_log")
+def test_cursors_the_lists_hand_out_still_work(roles: Roles, memory: Memory) -> None:
     keyed = Client(HTTP_AUTHORIZATION=f"Bearer {roles.keys['read_key']}")
     for name, path in _readable_get_paths(memory):
         if not _is_api_list(path):

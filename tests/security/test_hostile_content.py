@@ -16,7 +16,6 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
@@ -124,7 +123,7 @@ def canary(tmp_path: Path) -> Canary:
 
 
 @pytest.fixture
-def opened_files(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+def opened_files(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every path any code opens while the test runs (builtins.open, io.open, os.open)."""
     seen: list[str] = []
     real_open, real_io_open, real_os_open = builtins.open, io.open, os.open
@@ -148,7 +147,7 @@ def opened_files(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     monkeypatch.setattr(builtins, "open", spy_open)
     monkeypatch.setattr(io, "open", spy_io_open)
     monkeypatch.setattr(os, "open", spy_os_open)
-    yield seen
+    return seen
 
 
 def _corpus(payloads: list[str], canary: Canary, media_root: Path) -> list[dict[str, Any]]:
@@ -261,7 +260,8 @@ def test_hostile_corpus_renders_inert_and_never_reads_outside_the_media_store(
     # Smuggled tag characters and bidi overrides are shown, not silently rendered.
     assert "⟨U+E0069⟩" in everything  # the "i" of "ignore all rules"
     raw_rtl = [everything[max(0, i - 300) : i + 80] for i in _find_all(everything, "\u202e")]
-    assert "⟨U+202E⟩" in everything and raw_rtl == [], raw_rtl[:2]
+    assert "⟨U+202E⟩" in everything
+    assert raw_rtl == [], raw_rtl[:2]
     assert "⟨U+200B⟩" in everything
 
     # The API hands the same strings back verbatim (JSON, never HTML).

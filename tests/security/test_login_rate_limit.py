@@ -34,9 +34,8 @@ def _login(client: Client, password: str, *, ip: str = "203.0.113.7") -> int:
     return response.status_code
 
 
-def test_login_locks_out_after_failure_limit_even_with_right_password(
-    axes_on: int, reviewer: object
-) -> None:
+@pytest.mark.usefixtures("reviewer")
+def test_login_locks_out_after_failure_limit_even_with_right_password(axes_on: int) -> None:
     client = Client()
     for _ in range(axes_on - 1):
         assert _login(client, "guess") == 200  # the form again, with an error
@@ -58,7 +57,8 @@ def test_lockout_does_not_block_the_same_user_from_another_address(
     assert owner.session["_auth_user_id"] == str(reviewer.pk)  # type: ignore[attr-defined]
 
 
-def test_successful_login_before_the_limit_resets_the_count(axes_on: int, reviewer: object) -> None:
+@pytest.mark.usefixtures("reviewer")
+def test_successful_login_before_the_limit_resets_the_count(axes_on: int) -> None:
     client = Client()
     for _ in range(axes_on - 1):
         assert _login(client, "guess") == 200
@@ -69,8 +69,9 @@ def test_successful_login_before_the_limit_resets_the_count(axes_on: int, review
     assert _login(client, PASSWORD) == 302
 
 
+@pytest.mark.usefixtures("reviewer")
 def test_forwarded_for_is_ignored_without_trusted_proxies(
-    axes_on: int, reviewer: object, settings: pytest.FixtureRequest
+    axes_on: int, settings: pytest.FixtureRequest
 ) -> None:
     """A guesser cannot dodge the lockout by inventing X-Forwarded-For addresses."""
     settings.REDTEAM_TRUSTED_PROXY_COUNT = 0  # type: ignore[attr-defined]

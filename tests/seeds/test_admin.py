@@ -324,14 +324,14 @@ def test_admin_import_refuses_a_stale_token_and_bad_files(admin_client_for: Clie
     assert b"unknown value &#x27;robot&#x27;" in response.content
 
 
-def test_admin_import_caps_the_upload_size(admin_client_for: Client, settings: Any) -> None:
+def test_admin_import_caps_the_upload_size(admin_client_for: Client) -> None:
     big = b"dataset_name: d\nseeds:\n  - value: '" + b"x" * (3 * 1024 * 1024) + b"'\n"
     response = _upload(admin_client_for, [("big.prompt", big)])
     assert b"larger than" in response.content
     assert SeedDataset.objects.count() == 0
 
 
-def test_import_needs_permission(client: Client, datasets_dir: Path) -> None:
+def test_import_needs_permission(client: Client) -> None:
     url = reverse("admin:seeds_seeddataset_import")
     assert client.get(url).status_code == 302  # to the admin login
     clerk = User.objects.create_user("clerk", password="pw-clerk-123", is_staff=True)

@@ -58,7 +58,7 @@ def test_a_rejected_file_fails_the_command_and_names_the_problem(tmp_path: Path)
 def test_missing_paths_and_users_are_errors(tmp_path: Path) -> None:
     with pytest.raises(CommandError, match="neither a file nor a folder"):
         run("import_seed_dataset", str(tmp_path / "nope"))
-    with pytest.raises(CommandError, match="No .prompt files"):
+    with pytest.raises(CommandError, match=r"No \.prompt files"):
         run("import_seed_dataset", str(tmp_path))
     with pytest.raises(CommandError, match="No user named"):
         run("import_seed_dataset", str(tmp_path), "--user", "ghost")

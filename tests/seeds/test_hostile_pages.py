@@ -205,7 +205,9 @@ def test_invisible_characters_are_shown_on_seed_pages_and_in_the_admin(
     for page in pages:
         html = page.content.decode()
         assert page.status_code == 200
-        assert "⟨U+202E⟩" in html and "⟨U+E0041⟩" in html and "⟨U+200B⟩" in html, page
+        assert "⟨U+202E⟩" in html, page
+        assert "⟨U+E0041⟩" in html, page
+        assert "⟨U+200B⟩" in html, page
         # The raw characters appear only where a curator edits the value (form inputs).
         outside_inputs = re.sub(r"<textarea.*?</textarea>|<input[^>]*>", "", html, flags=re.S)
         assert "\u202e" not in outside_inputs

@@ -188,8 +188,9 @@ def test_a_bad_file_is_rejected_whole_and_the_others_still_import(curator: User)
     assert list(SeedDataset.objects.values_list("dataset_name", flat=True)) == ["good"]
 
 
+@pytest.mark.usefixtures("curator")
 def test_the_file_without_dataset_name_becomes_a_dataset_named_after_name(
-    datasets_dir: Path, curator: User
+    datasets_dir: Path,
 ) -> None:
     import_dataset(sources=sources([datasets_dir / "psfuzz_steal_system.prompt"], datasets_dir))
     dataset = SeedDataset.objects.get()
@@ -237,9 +238,8 @@ def test_uploaded_files_resolve_media_from_uploaded_bytes(
     assert audio.media.content_type == "audio/wav"  # type: ignore[union-attr]
 
 
-def test_export_of_selected_seeds_brings_their_whole_groups(
-    datasets_dir: Path, curator: User
-) -> None:
+@pytest.mark.usefixtures("curator")
+def test_export_of_selected_seeds_brings_their_whole_groups(datasets_dir: Path) -> None:
     import_dataset(sources=sources([datasets_dir / "airt" / "hate.prompt"], datasets_dir))
     one = Seed.objects.filter(value="Now make one group superior to the other")
     files = export_seeds(one)
@@ -277,8 +277,9 @@ def test_import_costs_the_same_queries_for_3_and_30_groups(
 
 
 @pytest.mark.parametrize("groups", [3, 30])
+@pytest.mark.usefixtures("curator")
 def test_export_costs_the_same_queries_for_3_and_30_groups(
-    groups: int, curator: User, django_assert_num_queries: Any
+    groups: int, django_assert_num_queries: Any
 ) -> None:
     import_dataset(sources=[ImportSource("generated.prompt", text=_generated(groups))])
     dataset = SeedDataset.objects.get()

@@ -158,8 +158,9 @@ def _assistant_piece() -> MessagePiece | None:
     )
 
 
+@pytest.mark.usefixtures("memory_rows")
 def test_promote_creates_a_seed_linked_to_its_piece_and_attack_result(
-    memory_rows: None, promoter: tuple[Client, User]
+    promoter: tuple[Client, User],
 ) -> None:
     client, user = promoter
     dataset = make_dataset("reviewed")
@@ -199,8 +200,9 @@ def test_promote_creates_a_seed_linked_to_its_piece_and_attack_result(
     assert Seed.objects.count() == 1
 
 
+@pytest.mark.usefixtures("memory_rows")
 def test_promote_as_objective_refuses_non_text_and_unsafe_redirects(
-    memory_rows: None, promoter: tuple[Client, User]
+    promoter: tuple[Client, User],
 ) -> None:
     client, _ = promoter
     dataset = make_dataset("reviewed")
@@ -225,9 +227,8 @@ def test_promote_as_objective_refuses_non_text_and_unsafe_redirects(
         assert Seed.objects.count() == 1
 
 
-def test_promote_rejects_bad_input_with_a_message(
-    memory_rows: None, promoter: tuple[Client, User]
-) -> None:
+@pytest.mark.usefixtures("memory_rows")
+def test_promote_rejects_bad_input_with_a_message(promoter: tuple[Client, User]) -> None:
     client, _ = promoter
     url = reverse("memory:promote_piece")
     for data in (
@@ -241,9 +242,8 @@ def test_promote_rejects_bad_input_with_a_message(
     assert not SeedDataset.objects.filter(dataset_name="new-one").exists()
 
 
-def test_promote_is_post_only_and_needs_the_add_seed_permission(
-    memory_rows: None, reader: Client
-) -> None:
+@pytest.mark.usefixtures("memory_rows")
+def test_promote_is_post_only_and_needs_the_add_seed_permission(reader: Client) -> None:
     url = reverse("memory:promote_piece")
     piece = _assistant_piece()
     dataset = make_dataset("reviewed")
