@@ -261,16 +261,6 @@ class MessagePiece(models.Model):
     def __str__(self) -> str:
         return f"{self.conversation_id}#{self.sequence} {self.role} {self.id}"
 
-    @property
-    def has_error(self) -> bool:
-        """PyRIT's `has_error()`: any response_error other than none."""
-        return self.response_error != "none"
-
-    @property
-    def is_blocked(self) -> bool:
-        """PyRIT's `is_blocked()`."""
-        return self.response_error == "blocked"
-
 
 class PieceConverter(models.Model):
     """The ordered converter identifiers of a piece (position 0 ran first)."""

@@ -162,11 +162,6 @@ def identifier_tree(root: ComponentIdentifier) -> RebuiltTree:
     return identifier_trees([root])[root.hash]
 
 
-def identifiers_for_list() -> QuerySet[ComponentIdentifier]:
-    """Identifier rows for pickers and lists, by class name then hash."""
-    return ComponentIdentifier.objects.order_by("class_name", "hash")
-
-
 # --- export shapes (memory/export.py, memory/export.py) -----------------------------------
 
 

@@ -25,8 +25,10 @@ from memory.models import MessagePiece
 from memory.store_pieces import store_conversations, store_message_pieces
 from memory.store_results import store_attack_results
 from memory.store_scenarios import store_scenario_results
+from redteam.common.media import store_media_bytes
 from redteam.common.models import MediaBlob
 from redteam.core.enums import MEDIA_PATH_DATA_TYPES
+from seeds.services import link_media as link_seeds
 
 __all__ = [
     "link_media",
@@ -82,9 +84,6 @@ def store_media(
 
     What an upload and the memory-file import both do with a file's bytes.
     """
-    from redteam.common.media import store_media_bytes
-    from seeds.services import link_media as link_seeds  # seeds may be absent from a slim install
-
     blob = store_media_bytes(data, filename=filename, user=user)
     link_media(blob, original_piece_ids=original_piece_ids, converted_piece_ids=converted_piece_ids)
     link_seeds(blob)

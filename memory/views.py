@@ -89,10 +89,6 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
     return render(request, "memory/conversation_list.html", context, status=page.status)
 
 
-def _first_dump(identifier: ComponentIdentifier) -> IdentifierDump | None:
-    return IdentifierDump.objects.filter(identifier=identifier).order_by("digest").first()
-
-
 @require_GET
 @viewer_required
 def identifier_detail(request: HttpRequest, hash: str) -> HttpResponse:

@@ -17,7 +17,7 @@ from django.db.models import Count, Q, QuerySet
 from django.forms import BaseInlineFormSet, ModelForm
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import NoReverseMatch, path, reverse
+from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 from simple_history.admin import SimpleHistoryAdmin
@@ -465,10 +465,7 @@ class SeedAdmin(SimpleHistoryAdmin):
         """An inline player or image for stored media (served with a safe content type)."""
         if not obj.media_id:
             return "-"
-        try:
-            url = reverse("api:media-detail", kwargs={"sha256": obj.media_id})
-        except NoReverseMatch:
-            return obj.media_id
+        url = reverse("api:media-detail", kwargs={"sha256": obj.media_id})
         if obj.data_type == "image_path":
             return format_html('<img class="seed-media" src="{}" alt="seed image">', url)
         if obj.data_type == "audio_path":

@@ -220,16 +220,6 @@ def group_errors(seeds: Sequence[SeedLike]) -> list[RuleError]:
     return errors
 
 
-def group_class(seeds: Sequence[SeedLike]) -> str:
-    """The PyRIT class the group loads as: AttackSeedGroup needs exactly one objective."""
-    objectives = sum(1 for s in seeds if s.seed_type == "objective")
-    if objectives == 1:
-        return "AttackSeedGroup"
-    if seeds and objectives == 0 and all(s.is_general_technique for s in seeds):
-        return "AttackTechniqueSeedGroup"
-    return "SeedGroup"
-
-
 def fill_roles(seeds: Sequence[Any]) -> None:
     """Give every prompt of a sequence that sequence's role (PyRIT fills missing ones)."""
     by_sequence: dict[int, list[Any]] = defaultdict(list)

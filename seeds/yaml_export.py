@@ -11,7 +11,6 @@ find their bytes among the stored blobs when the path does not exist on the impo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 import yaml
@@ -250,8 +249,3 @@ def dump_document(doc: Mapping[str, Any]) -> str:
         default_flow_style=False,
         width=100,
     )
-
-
-def export_header(source: str, at: datetime) -> str:
-    """A YAML comment line saying where and when the file was written."""
-    return f"# Exported by redteam from {source} on {at.isoformat()}\n"

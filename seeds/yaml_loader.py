@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path, PurePosixPath
@@ -74,7 +73,6 @@ _PATH_KEYS = (
     "next_message_system_prompt_path",
 )
 
-_LIST_FIELDS = ("harm_categories", "authors", "groups", "parameters")
 _MERGED_LIST_FIELDS = ("harm_categories", "authors", "groups")
 DATASET_KEYS = frozenset(
     {
@@ -130,7 +128,6 @@ SEED_KEYS = (frozenset(SEED_BASE_KEYS) - {"prompt_group_id"}) | frozenset(
         "pyrit_version",
     }
 )
-_PROMPT_ONLY_KEYS = ("data_type", "role", "sequence", "parameters")
 _MEDIA_EXTENSIONS = {
     "video_path": {"mp4", "avi", "mov", "mkv", "ogv", "flv", "wmv", "webm"},
     "audio_path": {"flac", "mp3", "mpeg", "mpga", "m4a", "ogg", "wav"},
@@ -813,8 +810,3 @@ def simulated_value(seed: LoadedSeed | Any) -> str:
 def media_file_name(value: str) -> str:
     """The file name a media value ends with (for matching uploaded files)."""
     return PurePosixPath(value.replace("\\", "/")).name
-
-
-def loaded_seed_dict(seed: LoadedSeed) -> Mapping[str, Any]:
-    """A LoadedSeed as a plain dict (for previews and tests)."""
-    return {k: v for k, v in seed.__dict__.items() if k not in {"media_path", "index"}}

@@ -179,14 +179,6 @@ class HasIngestScope(ScopePermission):
     scope = ApiKeyScope.INGEST
 
 
-def HasScope(scope: str) -> type[ScopePermission]:  # noqa: N802 - reads like a class in views
-    """Permission class requiring `scope`, e.g. `permission_classes = [HasScope("ingest")]`."""
-    known = {ApiKeyScope.READ: HasReadScope, ApiKeyScope.INGEST: HasIngestScope}
-    if scope not in known:
-        raise ValueError(f"unknown API scope {scope!r}")
-    return known[ApiKeyScope(scope)]
-
-
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
     """Describes the Bearer API key in the OpenAPI schema."""
 

@@ -18,9 +18,6 @@ def lift_sqlite_variable_limit(alias: str) -> None:
     if connection.vendor != "sqlite":
         return
     connection.ensure_connection()
-    getlimit = getattr(connection.connection, "getlimit", None)
-    if getlimit is None:  # Python < 3.11
-        return
-    limit = int(getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+    limit = connection.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
     if limit > (connection.features.max_query_params or 0):
         connection.features.max_query_params = limit

@@ -18,12 +18,10 @@ __all__ = [
     "INCONSISTENT_SEQUENCES",
     "NULL_CONVERTED_VALUE",
     "Message",
-    "MessageValidationError",
     "group_by_sequence",
     "message_errors",
     "reassemble_conversation",
     "sort_message_pieces",
-    "validate_message",
 ]
 
 P = TypeVar("P")
@@ -34,10 +32,6 @@ INCONSISTENT_SEQUENCES = "Inconsistent sequences within the same message entry."
 INCONSISTENT_ROLES = "Inconsistent roles within the same message entry."
 NULL_CONVERTED_VALUE = "Converted prompt text is None."
 EMPTY_MESSAGE = "Message must have at least one message piece."
-
-
-class MessageValidationError(ValueError):
-    """A group of pieces is not a valid PyRIT Message."""
 
 
 def _get(piece: Any, name: str) -> Any:
@@ -122,13 +116,6 @@ def message_errors(pieces: Sequence[Any]) -> list[str]:
     if any(_get(p, "role") != _get(first, "role") for p in pieces):
         errors.append(INCONSISTENT_ROLES)
     return errors
-
-
-def validate_message(pieces: Sequence[Any]) -> None:
-    """Raise MessageValidationError with PyRIT's text when the pieces are not one Message."""
-    errors = message_errors(pieces)
-    if errors:
-        raise MessageValidationError(errors[0])
 
 
 def group_by_sequence(pieces: Iterable[P]) -> list[Message[P]]:

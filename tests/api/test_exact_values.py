@@ -13,7 +13,7 @@ import json
 import math
 import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -367,9 +367,6 @@ def test_an_over_limit_string_is_named_with_the_callers_index(api: APIClient) ->
 
 
 # --- the importer accepts and refuses the same -----------------------------------------------
-
-
-Mutator = Callable[[Any], None]
 
 
 def _sqlite_with_hostile_rows(source: Path, target: Path) -> None:

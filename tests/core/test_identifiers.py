@@ -21,7 +21,6 @@ from redteam.core.identity import (
     ComponentIdentifier,
     EvalRuleSet,
     EvaluationIdentifier,
-    Identifiable,
     ObjectiveTargetEvaluationIdentifier,
     ScorerEvaluationIdentifier,
     build_atomic_attack_identifier,
@@ -861,18 +860,6 @@ def test_from_dict_legacy_type_module_dict() -> None:
     assert (bare.class_name, bare.class_module) == ("Unknown", "unknown")
 
 
-def test_normalize() -> None:
-    identifier = ci()
-    assert ComponentIdentifier.normalize(identifier) is identifier
-    with pytest.warns(DeprecationWarning, match="passing a dict for ComponentIdentifier"):
-        parsed = ComponentIdentifier.normalize(
-            {"class_name": "A", "class_module": "m", "hash": "h"}
-        )
-    assert parsed.hash == "h"
-    with pytest.raises(TypeError):
-        ComponentIdentifier.normalize("A")  # type: ignore[arg-type]
-
-
 # ============================================================================================
 # §7.5 helpers
 # ============================================================================================
@@ -933,20 +920,6 @@ def test_with_eval_hash_returns_copy_with_same_hash() -> None:
     assert stamped.hash == original.hash
     assert type(stamped) is ComponentIdentifier
     assert stamped.model_dump()["eval_hash"] == "e" * 64
-
-
-def test_identifiable_builds_identifier_once() -> None:
-    calls: list[int] = []
-
-    class Component(Identifiable):
-        def _build_identifier(self) -> ComponentIdentifier:
-            calls.append(1)
-            return ComponentIdentifier.of(self, params={"p": 1})
-
-    component = Component()
-    assert component.get_identifier() is component.get_identifier()
-    assert calls == [1]
-    assert component.get_identifier().class_name == "Component"
 
 
 # ============================================================================================

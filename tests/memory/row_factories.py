@@ -22,10 +22,8 @@ from django.utils import timezone
 from memory.bulk import store_identifier_uses
 from memory.models import (
     AttackResult,
-    ComponentIdentifier,
     Conversation,
     ConversationReference,
-    IdentifierDump,
     MessagePiece,
     PieceConverter,
 )
@@ -122,17 +120,6 @@ def store_identifier(identifier: CoreIdentifier) -> ParsedIdentifier:
     assert parsed is not None, errors
     store_identifier_uses([parsed])
     return parsed
-
-
-def identifier_row(identifier: CoreIdentifier) -> ComponentIdentifier:
-    """Store and return the ComponentIdentifier row."""
-    parsed = store_identifier(identifier)
-    return ComponentIdentifier.objects.get(pk=parsed.hash)
-
-
-def first_dump(identifier_hash: str) -> IdentifierDump:
-    """The stored dump of an identifier."""
-    return IdentifierDump.objects.filter(identifier_id=identifier_hash).order_by("digest")[0]
 
 
 # --------------------------------------------------------------------------------------------

@@ -40,12 +40,6 @@ def test_a_group_holds_at_most_one_objective() -> None:
     assert messages([S("objective", role=None), S()]) == []
 
 
-def test_an_attack_group_is_one_with_exactly_one_objective() -> None:
-    assert rules.group_class([S("objective", role=None), S()]) == "AttackSeedGroup"
-    assert rules.group_class([S(), S(sequence=1, role="assistant")]) == "SeedGroup"
-    assert rules.group_class([S(is_general_technique=True)]) == "AttackTechniqueSeedGroup"
-
-
 def test_a_group_holds_at_most_one_simulated_conversation() -> None:
     sim = S("simulated_conversation", role=None, num_turns=1, sequence=10)
     assert "only one simulated conversation" in messages([sim, sim])[0]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import warnings
-from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import InitVar, dataclass, field
 from typing import Any, Final
@@ -403,33 +401,3 @@ class ComponentIdentifier:
             pyrit_version=pyrit_version,
             eval_hash=eval_hash,
         )
-
-    @classmethod
-    def normalize(cls, value: ComponentIdentifier | Mapping[str, Any]) -> ComponentIdentifier:
-        """Legacy: pass identifiers through, parse dicts with ``from_dict`` (deprecated)."""
-        if isinstance(value, ComponentIdentifier):
-            return value
-        if isinstance(value, Mapping):
-            warnings.warn(
-                "passing a dict for ComponentIdentifier is deprecated",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            return cls.from_dict(value)
-        raise TypeError(f"Expected ComponentIdentifier or dict, got {type(value).__name__}")
-
-
-class Identifiable(ABC):
-    """A component that can describe itself with a (lazily built, cached) ComponentIdentifier."""
-
-    _identifier: ComponentIdentifier | None = None
-
-    @abstractmethod
-    def _build_identifier(self) -> ComponentIdentifier:
-        """Build the behavioural identity (only params that change the output)."""
-
-    def get_identifier(self) -> ComponentIdentifier:
-        """Return the identifier, building it on first access."""
-        if self._identifier is None:
-            self._identifier = self._build_identifier()
-        return self._identifier
