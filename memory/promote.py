@@ -7,9 +7,9 @@ keeps the dataset's rules (content-addressed groups, no duplicate standalone see
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from memory.models import AttackResult, MessagePiece
+from redteam.common.typing import User
 from seeds.models import SeedDataset
 from seeds.services import PromotedValue, PromoteResult, add_promoted_seed
 
@@ -19,7 +19,7 @@ def promote_piece_to_seed(
     piece_id: uuid.UUID | str,
     dataset: SeedDataset,
     seed_type: str,
-    user: Any,
+    user: User,
     attack_result_id: uuid.UUID | str | None = None,
 ) -> PromoteResult:
     """Make a seed of a conversation piece's converted value, linked back to its source."""

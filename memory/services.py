@@ -17,7 +17,6 @@ create the same conversation at once serialise on its row instead of failing.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from django.db.models import Q
 
@@ -27,6 +26,7 @@ from memory.store_results import store_attack_results
 from memory.store_scenarios import store_scenario_results
 from redteam.common.media import store_media_bytes
 from redteam.common.models import MediaBlob
+from redteam.common.typing import User
 from redteam.core.enums import MEDIA_PATH_DATA_TYPES
 from seeds.services import link_media as link_seeds
 
@@ -76,7 +76,7 @@ def store_media(
     data: bytes,
     *,
     filename: str,
-    user: Any = None,
+    user: User | None = None,
     original_piece_ids: Iterable[str] = (),
     converted_piece_ids: Iterable[str] = (),
 ) -> MediaBlob:

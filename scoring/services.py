@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
@@ -26,8 +26,12 @@ from memory.models import (
 from memory.parsing import ParsedIdentifier, parse_identifier
 from redteam.common.audit import record_audit
 from redteam.common.roles import can_record_verdicts
+from redteam.common.typing import User
 from redteam.core.identity import LINE_PYRIT_VERSIONS, ComponentIdentifier
 from scoring.review import effective_outcome
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User as AccountUser
 
 HUMAN_SCORER_CLASS = "HumanReviewScorer"
 HUMAN_SCORER_MODULE = "redteam.review"
@@ -70,7 +74,7 @@ def _score_value(value: bool | float, score_type: str) -> str:
 def _insert_verdict(
     *,
     attack_result: AttackResult,
-    reviewer: Any,
+    reviewer: AccountUser,
     score_value: str,
     score_type: str,
     rationale: str,
@@ -106,7 +110,7 @@ def _insert_verdict(
 def record_verdict(
     *,
     attack_result: AttackResult,
-    reviewer: Any,
+    reviewer: User,
     value: bool | float,
     score_type: str,
     rationale: str,

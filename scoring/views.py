@@ -34,6 +34,7 @@ from memory.querysets import (
 from memory.views import filter_form_context
 from redteam.common.pagination import BadCursor, request_page
 from redteam.common.roles import can_record_verdicts, viewer_required
+from redteam.common.typing import User
 from redteam.core.textview import display_text
 from redteam.core.trees import TreeNode
 from scoring.review import (
@@ -80,7 +81,7 @@ class ResultView:
     related: list[Any] = field(default_factory=list)
 
 
-def _promote_context(user: Any) -> dict[str, Any]:
+def _promote_context(user: User) -> dict[str, Any]:
     """The promote-a-piece form target and dataset names (one query), if allowed."""
     if not user.has_perm(PROMOTE_PERMISSION):
         return {}

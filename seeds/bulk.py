@@ -10,12 +10,13 @@ Historical rows are written with simple_history's bulk helpers, so imports stay 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from django.db import models, router
 from simple_history.utils import bulk_create_with_history, bulk_update_with_history
 
 from redteam.common.dbutil import lift_sqlite_variable_limit
+from redteam.common.typing import User
 
 M = TypeVar("M", bound=models.Model)
 
@@ -24,7 +25,7 @@ MAX_ROWS_PER_STATEMENT = 5000
 
 
 def create_with_history(
-    model: type[M], objs: Sequence[M], *, user: Any = None, reason: str | None = None
+    model: type[M], objs: Sequence[M], *, user: User | None = None, reason: str | None = None
 ) -> list[M]:
     """INSERT rows and their '+' history rows: two statements for a normal batch."""
     if not objs:
@@ -46,7 +47,7 @@ def update_with_history(
     objs: Sequence[M],
     fields: list[str],
     *,
-    user: Any = None,
+    user: User | None = None,
     reason: str | None = None,
 ) -> None:
     """UPDATE rows' fields and write '~' history rows: two statements for a normal batch."""
@@ -71,6 +72,6 @@ def update_quietly(model: type[M], objs: Sequence[M], fields: list[str]) -> None
     model._default_manager.bulk_update(list(objs), fields, batch_size=MAX_ROWS_PER_STATEMENT)
 
 
-def _user_or_none(user: Any) -> Any:
+def _user_or_none(user: User | None) -> User | None:
     """History rows point at real users only (AnonymousUser and None mean "not known")."""
-    return user if getattr(user, "is_authenticated", False) else None
+    return user if user is not None and user.is_authenticated else None

@@ -23,6 +23,7 @@ from django.db import transaction
 from django.db.models import Count, Prefetch, QuerySet
 from django.utils import timezone
 
+from redteam.common.typing import User
 from seeds import rules
 from seeds.bulk import create_with_history
 from seeds.models import Seed, SeedDataset, SeedGroup
@@ -107,7 +108,7 @@ class FileReport:
 def import_dataset(
     *,
     sources: Sequence[ImportSource],
-    user: Any = None,
+    user: User | None = None,
     dry_run: bool = False,
     media: Mapping[str, bytes] | None = None,
 ) -> list[FileReport]:
@@ -255,7 +256,7 @@ def _write(
     dataset: SeedDataset | None,
     blobs: Mapping[int, bytes | str],
     *,
-    user: Any,
+    user: User | None,
 ) -> None:
     """Insert the new groups and seeds in bulk (with history rows)."""
     from seeds.media import store_media
@@ -281,7 +282,7 @@ def _write(
             name = media_file_name(by_index[index].value)
             media_shas[index] = store_media(data, filename=name, user=user).sha256
     now = timezone.now()
-    username = user.get_username() if getattr(user, "is_authenticated", False) else None
+    username = user.get_username() if user is not None and user.is_authenticated else None
     groups: list[SeedGroup] = []
     seeds: list[Seed] = []
     for plan in new_groups:

@@ -6,10 +6,9 @@ the file name, and must fit the seed's data_type (an image for image_path, and s
 
 from __future__ import annotations
 
-from typing import Any
-
 from redteam.common.media import sniff_content_type, store_media_bytes
 from redteam.common.models import MediaBlob
+from redteam.common.typing import User
 
 _EXPECTED_PREFIX = {"image_path": "image/", "audio_path": "audio/", "video_path": "video/"}
 
@@ -29,6 +28,6 @@ def check_media_matches(data_type: str, data: bytes) -> str:
     return sniffed
 
 
-def store_media(data: bytes, *, filename: str, user: Any = None) -> MediaBlob:
+def store_media(data: bytes, *, filename: str, user: User | None = None) -> MediaBlob:
     """Store the bytes once (content-addressed) and return their MediaBlob."""
     return store_media_bytes(data, filename=filename, user=user)

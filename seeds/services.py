@@ -18,6 +18,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from redteam.common.models import MediaBlob
+from redteam.common.typing import User
 from redteam.core.enums import MEDIA_PATH_DATA_TYPES
 from redteam.core.outcomes import FieldError, ItemOutcome
 from seeds import rules
@@ -59,7 +60,9 @@ class SeedRulesError(ValueError):
 
 
 @transaction.atomic
-def store_seeds(items: Sequence[Mapping[str, Any]], *, user: Any = None) -> list[ItemOutcome]:
+def store_seeds(
+    items: Sequence[Mapping[str, Any]], *, user: User | None = None
+) -> list[ItemOutcome]:
     """Store PyRIT seed dicts; idempotent by id, conflict on same id + different content.
 
     Queries are constant in the batch size: look up ids, datasets, groups, the groups' other
@@ -129,7 +132,7 @@ def _equal(a: Any, b: Any) -> bool:
 
 
 def _place_and_insert(
-    fresh: list[ParsedSeed], outcomes: list[ItemOutcome | None], *, user: Any
+    fresh: list[ParsedSeed], outcomes: list[ItemOutcome | None], *, user: User | None
 ) -> None:
     """Resolve datasets and groups for new seeds, check group rules, insert in bulk."""
     if not fresh:
@@ -205,7 +208,9 @@ def _place_and_insert(
         outcomes[p.index] = ItemOutcome(KIND, p.index, str(p.seed.id), "stored")
 
 
-def _datasets_by_name(names: Iterable[str | None], *, user: Any) -> dict[str | None, SeedDataset]:
+def _datasets_by_name(
+    names: Iterable[str | None], *, user: User | None
+) -> dict[str | None, SeedDataset]:
     """The datasets seeds name, creating the missing ones (one SELECT, one INSERT at most)."""
     wanted = {n for n in names if n}
     found = {d.dataset_name: d for d in SeedDataset.objects.filter(dataset_name__in=wanted)}
@@ -295,7 +300,7 @@ def _final_groups(changed: Sequence[Seed], deleted: Sequence[Seed]) -> dict[int,
 
 @transaction.atomic
 def save_seed_changes(
-    *, changed: Sequence[Seed], deleted: Sequence[Seed] = (), user: Any = None
+    *, changed: Sequence[Seed], deleted: Sequence[Seed] = (), user: User | None = None
 ) -> None:
     """Save curated seeds: check rules, recompute hashes, positions and group content."""
     for seed in changed:
@@ -342,12 +347,12 @@ def _normalise(seed: Seed) -> None:
         seed.value_sha256 = seed.media_id
 
 
-def _remember_user(obj: Any, user: Any) -> None:
-    if getattr(user, "is_authenticated", False):
+def _remember_user(obj: Any, user: User | None) -> None:
+    if user is not None and user.is_authenticated:
         obj._history_user = user
 
 
-def _refresh_groups(final: Mapping[int, Sequence[Seed]], *, user: Any) -> None:
+def _refresh_groups(final: Mapping[int, Sequence[Seed]], *, user: User | None) -> None:
     """Positions and content hashes follow the seeds; empty groups go (with history)."""
     groups = {g.pk: g for g in SeedGroup.objects.filter(pk__in=list(final))}
     moved: list[Seed] = []
@@ -373,7 +378,7 @@ def _refresh_groups(final: Mapping[int, Sequence[Seed]], *, user: Any) -> None:
 
 
 @transaction.atomic
-def delete_seeds(*, seeds: Sequence[Seed], user: Any = None) -> None:
+def delete_seeds(*, seeds: Sequence[Seed], user: User | None = None) -> None:
     """Delete seeds (history keeps them); their groups are re-checked and re-hashed."""
     save_seed_changes(changed=[], deleted=seeds, user=user)
 
@@ -389,7 +394,7 @@ class MoveResult:
 
 @transaction.atomic
 def move_seeds_to_dataset(
-    *, seeds: QuerySet[Seed], dataset: SeedDataset, user: Any = None
+    *, seeds: QuerySet[Seed], dataset: SeedDataset, user: User | None = None
 ) -> MoveResult:
     """Move the selected seeds' whole groups to `dataset`; groups it already holds stay put."""
     group_ids = set(seeds.exclude(group__isnull=True).values_list("group_id", flat=True))
@@ -414,7 +419,7 @@ def move_seeds_to_dataset(
 
 
 @transaction.atomic
-def add_harm_category(*, seeds: QuerySet[Seed], category: str, user: Any = None) -> int:
+def add_harm_category(*, seeds: QuerySet[Seed], category: str, user: User | None = None) -> int:
     """Append a harm category to the seeds that lack it; returns how many changed."""
     category = _clean_category(category)
     changed = []
@@ -428,7 +433,7 @@ def add_harm_category(*, seeds: QuerySet[Seed], category: str, user: Any = None)
 
 
 @transaction.atomic
-def remove_harm_category(*, seeds: QuerySet[Seed], category: str, user: Any = None) -> int:
+def remove_harm_category(*, seeds: QuerySet[Seed], category: str, user: User | None = None) -> int:
     """Remove a harm category from the seeds that have it; returns how many changed."""
     category = _clean_category(category)
     changed = []
@@ -449,7 +454,7 @@ def _clean_category(category: str) -> str:
 
 
 @transaction.atomic
-def rename_dataset(*, dataset: SeedDataset, user: Any = None) -> None:
+def rename_dataset(*, dataset: SeedDataset, user: User | None = None) -> None:
     """Save a dataset; if its name changed, its seeds' dataset_name follows (with history)."""
     _remember_user(dataset, user)
     dataset.save()
@@ -460,7 +465,7 @@ def rename_dataset(*, dataset: SeedDataset, user: Any = None) -> None:
 
 
 @transaction.atomic
-def attach_media(*, seed: Seed, data: bytes, filename: str, user: Any = None) -> Seed:
+def attach_media(*, seed: Seed, data: bytes, filename: str, user: User | None = None) -> Seed:
     """Store uploaded bytes as the seed's media; value_sha256 becomes their sha256."""
     from seeds.media import check_media_matches, store_media
 
@@ -501,7 +506,7 @@ class PromotedValue:
 
 @transaction.atomic
 def add_promoted_seed(
-    *, source: PromotedValue, dataset: SeedDataset, seed_type: str, user: Any
+    *, source: PromotedValue, dataset: SeedDataset, seed_type: str, user: User
 ) -> PromoteResult:
     """Make a prompt or objective seed of a reviewed value in ``dataset``.
 
@@ -525,7 +530,7 @@ def add_promoted_seed(
         authors=[],
         groups=[],
         metadata={},
-        added_by=getattr(user, "get_username", lambda: None)(),
+        added_by=user.get_username(),
         role=role if seed_type == "prompt" else None,
         sequence=0 if seed_type == "prompt" else None,
         parameters=[] if seed_type == "prompt" else None,

@@ -10,7 +10,6 @@ never taken from the client. Linking pieces or seeds to a blob is the caller's j
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from django.conf import settings
 from django.core.files.base import ContentFile
@@ -19,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.http import FileResponse, Http404
 
 from redteam.common.models import MediaBlob
+from redteam.common.typing import User
 
 __all__ = [
     "INLINE_CONTENT_TYPES",
@@ -144,7 +144,7 @@ def _write_bytes(name: str, data: bytes) -> None:
         default_storage.delete(saved)
 
 
-def store_media_bytes(data: bytes, *, filename: str, user: Any = None) -> MediaBlob:
+def store_media_bytes(data: bytes, *, filename: str, user: User | None = None) -> MediaBlob:
     """Store the bytes once (idempotent by sha256) and return their MediaBlob."""
     limit = int(getattr(settings, "REDTEAM_MAX_MEDIA_BYTES", 256 * 1024 * 1024))
     if len(data) > limit:
@@ -166,7 +166,7 @@ def store_media_bytes(data: bytes, *, filename: str, user: Any = None) -> MediaB
                 content_type=sniff_content_type(data),
                 storage_name=name,
                 original_filename=clean_name,
-                uploaded_by=user if getattr(user, "is_authenticated", False) else None,
+                uploaded_by=user if user is not None and user.is_authenticated else None,
             )
     except IntegrityError:
         return MediaBlob.objects.get(sha256=sha256)

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
+
+from redteam.common.typing import User
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User as AccountUser
 
 REVIEWER_GROUP = "reviewer"
 READ_ONLY_GROUP = "read-only"
@@ -33,6 +38,6 @@ def viewer_required(view: Callable[..., HttpResponseBase]) -> Callable[..., Http
     return login_required(wrapped)
 
 
-def can_record_verdicts(user: Any) -> bool:
-    """True when the user may record human verdicts."""
+def can_record_verdicts(user: User) -> TypeGuard[AccountUser]:
+    """True when the user may record human verdicts (so it is a signed-in account)."""
     return bool(user.is_authenticated and user.has_perm(VERDICT_PERMISSION))

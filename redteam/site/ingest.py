@@ -28,6 +28,7 @@ from memory.services import (
     store_scenario_results,
 )
 from memory.store_scores import store_scores
+from redteam.common.typing import User
 from redteam.core.jsonguard import item_problem, quoted
 from redteam.core.outcomes import FieldError, ItemOutcome
 from seeds.services import store_seeds
@@ -158,7 +159,7 @@ class _RollBack(Exception):
 
 
 # Who sent the batch, for services that keep a history trail (set by ingest_batch).
-_batch_user: ContextVar[Any] = ContextVar("redteam_ingest_user", default=None)
+_batch_user: ContextVar[User | None] = ContextVar("redteam_ingest_user", default=None)
 
 
 def _rejected(kind: str, index: int, item_id: str | None, error: FieldError) -> ItemOutcome:
@@ -216,7 +217,7 @@ def store_items(kind: str, items: list[Any]) -> list[ItemOutcome]:
     return [o for o in outcomes if o is not None]
 
 
-def ingest_batch(payload: Any, *, atomic: bool = False, user: Any = None) -> IngestReport:
+def ingest_batch(payload: Any, *, atomic: bool = False, user: User | None = None) -> IngestReport:
     """Validate the payload's shape and store every list through its service, in one transaction.
 
     Raises PayloadError for a wrong top-level shape. Per-item problems come back as rejected
@@ -241,7 +242,7 @@ def ingest_batch(payload: Any, *, atomic: bool = False, user: Any = None) -> Ing
     if report.errors:
         logger.info(
             "ingest by %s: %d stored, %d unchanged, %d rejected%s",
-            getattr(user, "username", user),
+            user.get_username() if user is not None else None,
             report.stored,
             report.unchanged,
             report.errors,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -45,7 +46,7 @@ def _results(n: int, **kwargs: Any) -> list[AttackResult]:
 
 
 def test_result_list_filters_and_shows_human_precedence(
-    reviewer_client: Client, reviewer: Any
+    reviewer_client: Client, reviewer: User
 ) -> None:
     results = _results(4)
     record_verdict(
@@ -65,7 +66,7 @@ def test_result_list_filters_and_shows_human_precedence(
 
 @pytest.mark.parametrize("n", [3, 30])
 def test_result_list_query_count_is_constant(
-    reviewer_client: Client, reviewer: Any, django_assert_num_queries: Any, n: int
+    reviewer_client: Client, reviewer: User, django_assert_num_queries: Any, n: int
 ) -> None:
     for result in _results(n):
         make_score(attack_result=result, source="human", reviewer=reviewer, value="true")
@@ -76,7 +77,7 @@ def test_result_list_query_count_is_constant(
     assert len(response.context["rows"]) == n
 
 
-def test_queue_lists_unreviewed_then_disagreements(reviewer_client: Client, reviewer: Any) -> None:
+def test_queue_lists_unreviewed_then_disagreements(reviewer_client: Client, reviewer: User) -> None:
     agree, disagree, pending = _results(3)[0], *_results(2)
     AttackResult.objects.filter(pk__in=[agree.pk, disagree.pk, pending.pk]).update(
         outcome="success"
@@ -105,7 +106,7 @@ def test_queue_rejects_unknown_views(reviewer_client: Client) -> None:
 
 @pytest.mark.parametrize("n", [3, 30])
 def test_queue_query_count_is_constant(
-    reviewer_client: Client, reviewer: Any, django_assert_num_queries: Any, n: int
+    reviewer_client: Client, reviewer: User, django_assert_num_queries: Any, n: int
 ) -> None:
     for result in _results(n):
         make_score(attack_result=result, source="human", reviewer=reviewer, value="false")
@@ -141,7 +142,7 @@ def test_result_detail_shows_everything(reviewer_client: Client) -> None:
 
 @pytest.mark.parametrize("n", [3, 30])
 def test_result_detail_query_count_is_constant(
-    reviewer_client: Client, reviewer: Any, django_assert_num_queries: Any, n: int
+    reviewer_client: Client, reviewer: User, django_assert_num_queries: Any, n: int
 ) -> None:
     result = make_attack_result(
         make_conversation(2), related=[(f"r{i}", "pruned") for i in range(n)]
@@ -226,7 +227,7 @@ def test_dashboard_counts_outcomes_per_dimension() -> None:
     assert dashboard.label_keys == ["operation"]
 
 
-def test_dashboard_adds_results_and_verdicts_newer_than_the_snapshot(reviewer: Any) -> None:
+def test_dashboard_adds_results_and_verdicts_newer_than_the_snapshot(reviewer: User) -> None:
     old = _results(2)
     # A snapshot that counts the two results.
     refresh_outcome_tallies(watermark=timezone.now())
@@ -266,7 +267,7 @@ def test_dashboard_refresh_is_for_reviewers(reviewer_client: Client, reader_clie
 
 @pytest.mark.parametrize("n", [3, 30])
 def test_dashboard_query_count_is_constant(
-    reviewer_client: Client, reviewer: Any, django_assert_num_queries: Any, n: int
+    reviewer_client: Client, reviewer: User, django_assert_num_queries: Any, n: int
 ) -> None:
     results = _results(n)
     refresh_outcome_tallies(watermark=timezone.now())
