@@ -106,7 +106,7 @@ class LabelFilter(MultiValueFilter):
 
     def condition(self, key: str, val: str) -> Q:
         """The rows that carry the label."""
-        return Q(JSONHasKeyValue(self.field_name, key, val))
+        return Q(JSONHasKeyValue(self.column, key, val))
 
     def apply(self, qs: QuerySet[Any], value: list[tuple[str, str]]) -> QuerySet[Any]:
         """One condition per key; values of the same key are alternatives."""

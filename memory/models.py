@@ -178,7 +178,7 @@ class Conversation(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.conversation_id
+        return str(self.conversation_id)
 
 
 class MessagePiece(models.Model):

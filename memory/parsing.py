@@ -208,7 +208,7 @@ class _Reader:
         return dict(value)
 
     def str_dict(self, key: str) -> dict[str, str]:
-        value = self.json_object(key)
+        value: dict[str, Any] = self.json_object(key)
         for k, v in value.items():
             if not isinstance(v, str):
                 self.error(f"{key}.{k}", f"Label values must be strings, not {_type_name(v)}.")

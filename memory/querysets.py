@@ -165,7 +165,7 @@ def identifier_tree(root: ComponentIdentifier) -> RebuiltTree:
 # --- export shapes (memory/export.py, memory/export.py) -----------------------------------
 
 
-def _converter_dumps() -> Prefetch:
+def _converter_dumps() -> Prefetch[str, QuerySet[PieceConverter]]:
     """A piece's converter uses with their verbatim dumps, in position order."""
     return Prefetch(
         "converters", queryset=PieceConverter.objects.select_related("dump").order_by("position")

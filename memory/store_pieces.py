@@ -137,7 +137,7 @@ def _media_shas(pieces: Iterable[ParsedPiece]) -> set[str]:
 
 
 def _is_error_piece(row: Mapping[str, Any]) -> bool:
-    return row["response_error"] != "none" or row["converted_value_data_type"] == "error"
+    return bool(row["response_error"] != "none" or row["converted_value_data_type"] == "error")
 
 
 def _update_piece_summaries(

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import django_stubs_ext
 import environ
+
+# Django's generic classes (ModelAdmin, ModelForm, formsets) take type arguments, as the
+# stubs declare them: `class SeedAdmin(ModelAdmin[Seed])` must also work at run time.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"

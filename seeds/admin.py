@@ -86,7 +86,7 @@ class AffiliationGroupFilter(_JsonListFilter):
     field_name = "groups"
 
 
-class _ServiceInline(admin.TabularInline):
+class _ServiceInline(admin.TabularInline[Seed, Any]):
     """Inline seed rows saved through the services (rules re-checked, hashes recomputed)."""
 
     model = Seed
@@ -123,7 +123,7 @@ class SeedInDatasetInline(_ServiceInline):
     fields = ["group", *SeedInGroupInline.fields]
 
 
-class GroupInDatasetInline(admin.TabularInline):
+class GroupInDatasetInline(admin.TabularInline[SeedGroup, SeedDataset]):
     """The groups of a (small) dataset: alias and content hash, with a link to edit each."""
 
     model = SeedGroup
@@ -163,12 +163,9 @@ class SeedDatasetAdmin(SimpleHistoryAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[SeedDataset]:
         """Counts annotated in the same query as the rows."""
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                _seeds=Count("seeds", distinct=True), _groups=Count("seed_groups", distinct=True)
-            )
+        rows: QuerySet[SeedDataset] = super().get_queryset(request)
+        return rows.annotate(
+            _seeds=Count("seeds", distinct=True), _groups=Count("seed_groups", distinct=True)
         )
 
     @admin.display(description="seeds", ordering="_seeds")
@@ -224,13 +221,19 @@ class SeedDatasetAdmin(SimpleHistoryAdmin):
             rows,
         )
 
-    def save_model(self, request: HttpRequest, obj: SeedDataset, form: ModelForm, change: bool):  # type: ignore[no-untyped-def]
+    def save_model(
+        self, request: HttpRequest, obj: SeedDataset, form: ModelForm[SeedDataset], change: bool
+    ) -> None:
         """Through the services: a rename carries over to the seeds' dataset_name."""
         services.rename_dataset(dataset=obj, user=request.user)
 
-    def save_formset(  # type: ignore[no-untyped-def]
-        self, request: HttpRequest, form: ModelForm, formset: BaseInlineFormSet, change: bool
-    ):
+    def save_formset(
+        self,
+        request: HttpRequest,
+        form: ModelForm[SeedDataset],
+        formset: BaseInlineFormSet[Any, SeedDataset, Any],
+        change: bool,
+    ) -> None:
         """Seed rows through the services; group rows (alias) saved with history."""
         _save_inline(request, formset, dataset=form.instance)
 
@@ -264,7 +267,7 @@ class SeedDatasetAdmin(SimpleHistoryAdmin):
                 name="seeds_seeddataset_export",
             ),
         ]
-        return urls + super().get_urls()
+        return [*urls, *super().get_urls()]
 
     def import_view(self, request: HttpRequest) -> HttpResponse:
         """Upload -> preview -> confirm (see admin_views.import_view)."""
@@ -286,7 +289,9 @@ class SeedDatasetAdmin(SimpleHistoryAdmin):
         return yaml_download({name: text}, name)
 
 
-def _save_inline(request: HttpRequest, formset: BaseInlineFormSet, **parents: Any) -> None:
+def _save_inline(
+    request: HttpRequest, formset: BaseInlineFormSet[Any, Any, Any], **parents: Any
+) -> None:
     """Save an inline formset: seeds through the services, groups with their history."""
     instances = formset.save(commit=False)
     if formset.model is Seed:
@@ -321,14 +326,11 @@ class SeedGroupAdmin(SimpleHistoryAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[SeedGroup]:
         """Seed and objective counts in the same query."""
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                _seeds=Count("seeds"),
-                _objectives=Count("seeds", filter=Q(seeds__seed_type="objective")),
-                _general=Count("seeds", filter=Q(seeds__is_general_technique=True)),
-            )
+        rows: QuerySet[SeedGroup] = super().get_queryset(request)
+        return rows.annotate(
+            _seeds=Count("seeds"),
+            _objectives=Count("seeds", filter=Q(seeds__seed_type="objective")),
+            _general=Count("seeds", filter=Q(seeds__is_general_technique=True)),
         )
 
     @admin.display(description="seeds", ordering="_seeds")
@@ -346,7 +348,9 @@ class SeedGroupAdmin(SimpleHistoryAdmin):
             return "AttackTechniqueSeedGroup"
         return "SeedGroup"
 
-    def save_model(self, request: HttpRequest, obj: SeedGroup, form: ModelForm, change: bool):  # type: ignore[no-untyped-def]
+    def save_model(
+        self, request: HttpRequest, obj: SeedGroup, form: ModelForm[SeedGroup], change: bool
+    ) -> None:
         """A group's own fields (dataset, alias); its seeds follow the dataset."""
         obj._history_user = request.user  # type: ignore[attr-defined]
         obj.save()
@@ -356,9 +360,13 @@ class SeedGroupAdmin(SimpleHistoryAdmin):
         if stale:
             services.save_seed_changes(changed=stale, user=request.user)
 
-    def save_formset(  # type: ignore[no-untyped-def]
-        self, request: HttpRequest, form: ModelForm, formset: BaseInlineFormSet, change: bool
-    ):
+    def save_formset(
+        self,
+        request: HttpRequest,
+        form: ModelForm[SeedGroup],
+        formset: BaseInlineFormSet[Seed, SeedGroup, Any],
+        change: bool,
+    ) -> None:
         """Seed rows through the services."""
         _save_inline(request, formset, group=form.instance)
 
@@ -493,7 +501,9 @@ class SeedAdmin(SimpleHistoryAdmin):
             "piece {} / attack result {}", obj.source_piece_id, obj.source_attack_result_id or "-"
         )
 
-    def save_model(self, request: HttpRequest, obj: Seed, form: ModelForm, change: bool):  # type: ignore[no-untyped-def]
+    def save_model(
+        self, request: HttpRequest, obj: Seed, form: ModelForm[Seed], change: bool
+    ) -> None:
         """Through the services (rules, hashes, positions, history with the user)."""
         upload = form.cleaned_data.get("media_upload")
         if upload is not None:
@@ -520,7 +530,7 @@ class SeedAdmin(SimpleHistoryAdmin):
                 name="seeds_seed_preview",
             ),
         ]
-        return urls + super().get_urls()
+        return [*urls, *super().get_urls()]
 
     def preview_view(self, request: HttpRequest, pk: Any) -> HttpResponse:
         """Render the seed's value with given parameters (admin_views.preview_view)."""

@@ -59,7 +59,7 @@ SIMULATION_FIELDS = (
 )
 
 
-class SeedForm(forms.ModelForm):
+class SeedForm(forms.ModelForm[Seed]):
     """The seed change form: model checks, then PyRIT's seed and group rules, then templates."""
 
     media_upload = forms.FileField(
@@ -88,7 +88,7 @@ class SeedForm(forms.ModelForm):
         seed = self.instance
         _add_rule_errors(self, services.check_seed_changes([seed]))
         _template_errors(self, seed)
-        upload: UploadedFile | None = self.cleaned_data.get("media_upload")
+        upload: UploadedFile[bytes] | None = self.cleaned_data.get("media_upload")
         if upload is not None:
             limit: int = settings.REDTEAM_MAX_MEDIA_BYTES
             if upload.size is not None and upload.size > limit:
@@ -104,7 +104,7 @@ class SeedForm(forms.ModelForm):
                 self.add_error("media_upload", str(exc))
 
 
-class InlineSeedForm(forms.ModelForm):
+class InlineSeedForm(forms.ModelForm[Seed]):
     """A seed row inside a group or dataset page; group rules run on the whole formset."""
 
     class Meta:
@@ -134,7 +134,7 @@ class InlineSeedForm(forms.ModelForm):
             _template_errors(self, self.instance)
 
 
-class SeedInlineFormSet(BaseInlineFormSet):
+class SeedInlineFormSet(BaseInlineFormSet[Seed, Any]):
     """Checks PyRIT's group rules over the groups as the formset would leave them."""
 
     def clean(self) -> None:
@@ -155,12 +155,12 @@ class SeedInlineFormSet(BaseInlineFormSet):
             if seed.dataset_id is None and isinstance(self.instance, SeedDataset):
                 seed.dataset = self.instance
             if seed.group_id is None and self.instance.__class__.__name__ == "SeedGroup":
-                seed.group = self.instance  # type: ignore[assignment]
+                seed.group = self.instance
             changed.append(seed)
         errors = services.check_seed_changes(changed, deleted)
         messages = []
-        for seed, error in errors:
-            label = f"“{(seed.value or '')[:40]}”: " if seed is not None else ""
+        for culprit, error in errors:
+            label = f"“{(culprit.value or '')[:40]}”: " if culprit is not None else ""
             messages.append(f"{label}{error.message}")
         if messages:
             raise forms.ValidationError(list(dict.fromkeys(messages)))
@@ -179,7 +179,7 @@ class MultipleFileField(forms.FileField):
         kwargs.setdefault("widget", MultipleFileInput())
         super().__init__(*args, **kwargs)
 
-    def clean(self, data: Any, initial: Any = None) -> list[UploadedFile]:
+    def clean(self, data: Any, initial: Any = None) -> list[UploadedFile[bytes]]:
         """Clean each file; an empty selection is an empty list."""
         files = data if isinstance(data, list | tuple) else ([data] if data else [])
         return [super(MultipleFileField, self).clean(f, initial) for f in files]
@@ -201,8 +201,8 @@ class ImportUploadForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         """Size caps, file types and UTF-8, before anything is parsed."""
         data = super().clean() or {}
-        prompts: list[UploadedFile] = data.get("prompt_files") or []
-        media: list[UploadedFile] = data.get("media_files") or []
+        prompts: list[UploadedFile[bytes]] = data.get("prompt_files") or []
+        media: list[UploadedFile[bytes]] = data.get("media_files") or []
         if not prompts:
             raise forms.ValidationError("Choose at least one .prompt file.")
         if len(prompts) + len(media) > MAX_IMPORT_FILES:

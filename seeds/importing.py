@@ -210,7 +210,7 @@ def _resolve_media(
     stored = set(MediaBlob.objects.filter(sha256__in=shas).values_list("sha256", flat=True))
     for index, seed in wanted.items():
         if seed.value_sha256 in stored:
-            found[index] = seed.value_sha256  # type: ignore[assignment]
+            found[index] = seed.value_sha256
         else:
             report.errors.append(
                 f"seeds[{index}].value: media file {media_file_name(seed.value)!r} not found; "

@@ -248,7 +248,7 @@ class _BoundedSafeLoader(yaml.SafeLoader):
         node = super().get_single_node()
         if node is not None:
             _check_expansion(node, self.text_chars + MAX_YAML_EXPANDED_EXTRA_CHARS)
-        return node  # type: ignore[no-any-return]
+        return node
 
 
 def _node_children(node: yaml.Node) -> list[yaml.Node]:

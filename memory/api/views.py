@@ -33,7 +33,7 @@ from redteam.core.trees import MAX_TREE_CHARS, MAX_TREE_DEPTH, MAX_TREE_NODES
         responses=ConversationOut,
     )
 )
-class ConversationViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+class ConversationViewSet(mixins.ListModelMixin, viewsets.GenericViewSet[Conversation]):
     """Conversations as PyRIT 1.x `Conversation` dicts."""
 
     filterset_class = ConversationFilterSet
@@ -73,7 +73,9 @@ def identifier_row_dict(row: ComponentIdentifier) -> dict[str, Any]:
     list=extend_schema(summary="List identifiers", responses=IdentifierOut),
     retrieve=extend_schema(summary="An identifier's full tree", responses=_IDENTIFIER_TREE),
 )
-class IdentifierViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class IdentifierViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet[ComponentIdentifier]
+):
     """Content-addressed identifiers (targets, attacks, scorers, converters, ...)."""
 
     filterset_class = IdentifierFilterSet

@@ -66,7 +66,7 @@ class ApiKeyFailureWindowAdmin(ReadOnlyAdmin):
     ordering = ["-window_started_at"]
 
 
-class MediaBlobAddForm(forms.ModelForm):
+class MediaBlobAddForm(forms.ModelForm[MediaBlob]):
     """Adding a blob means uploading its bytes: every other field is derived from them."""
 
     file = forms.FileField(help_text="Stored once by its sha256; the type is sniffed.")
@@ -85,7 +85,7 @@ class MediaBlobAddForm(forms.ModelForm):
 
 
 @admin.register(MediaBlob)
-class MediaBlobAdmin(admin.ModelAdmin):
+class MediaBlobAdmin(admin.ModelAdmin[MediaBlob]):
     list_display = ["sha256", "content_type", "size", "created_at"]
     search_fields = ["=sha256"]
     readonly_fields = ["sha256", "size", "content_type", "storage_name", "uploaded_by"]

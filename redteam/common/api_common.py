@@ -118,7 +118,9 @@ def row_shape(requested: str, stored_shape: str | None) -> Shape:
 UUID_LOOKUP = "[0-9a-fA-F-]{36}"
 
 
-class ShapedReadViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class ShapedReadViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet[Any]
+):
     """List and retrieve rows exported in a PyRIT shape.
 
     Subclasses name their queryset, filters and pagination and implement `export_rows`, which

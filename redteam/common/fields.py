@@ -59,7 +59,7 @@ class ExactTextField(models.TextField):  # type: ignore[type-arg]
         return _from_db_text(value)
 
 
-class ExactJSONField(models.JSONField):  # type: ignore[type-arg]
+class ExactJSONField(models.JSONField):
     """A JSONField whose values may hold NUL in strings and keys, NaN and +/-Infinity."""
 
     def get_prep_value(self, value: Any) -> Any:

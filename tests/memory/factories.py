@@ -201,7 +201,9 @@ def attack_result(**overrides: Any) -> dict[str, Any]:
     return row
 
 
-def message(conversation_id: str, sequence: int, count: int, role: str = "user") -> list[dict]:
+def message(
+    conversation_id: str, sequence: int, count: int, role: str = "user"
+) -> list[dict[str, Any]]:
     """``count`` pieces of one message."""
     return [
         piece(conversation_id=conversation_id, sequence=sequence, role=role, timestamp=ts(sequence))

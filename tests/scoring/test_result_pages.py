@@ -199,7 +199,8 @@ def test_objective_page_query_count_is_constant(
 
 def _bar(dashboard: Any, dimension: str, key: str) -> dict[str, int]:
     chart = next(c for c in dashboard.charts if c.dimension == dimension)
-    return next(b for b in chart.bars if b.key == key).counts
+    counts: dict[str, int] = next(b for b in chart.bars if b.key == key).counts
+    return counts
 
 
 def test_dashboard_counts_outcomes_per_dimension() -> None:

@@ -304,7 +304,7 @@ def test_concurrent_imports_store_the_seeds_once_on_a_sqlite_file(tmp_path: Path
     database = tmp_path / "shared.sqlite3"
     connection.ensure_connection()
     target = sqlite3.connect(database)
-    connection.connection.backup(target)  # type: ignore[union-attr]
+    connection.connection.backup(target)
     target.close()
     prompt = tmp_path / "fresh.prompt"
     prompt.write_text("dataset_name: fresh\nseeds:\n  - value: one\n  - value: two\n")

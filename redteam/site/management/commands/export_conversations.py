@@ -150,7 +150,7 @@ class Command(BaseCommand):
                 .filter(pk__in=ids, conversation_id__in=chunk)
                 .order_by("conversation_id", "sequence", "position")
             )
-            for row in export_pieces_with_scores(rows, shape):  # type: ignore[arg-type]
+            for row in export_pieces_with_scores(rows, shape):
                 text = json.dumps(row, indent=4)
                 write(("," if count else "") + "\n    " + text.replace("\n", "\n    "))
                 count += 1
