@@ -378,7 +378,8 @@ def closed_shapes(schema: Schema) -> set[str]:
 def _detail_path(schema: Schema, resource: str) -> str:
     """The templated path of a resource's detail endpoint."""
     prefix = f"/api/v1/{resource}/{{"
-    return next(p for p in schema.document["paths"] if p.startswith(prefix))
+    paths: dict[str, Any] = schema.document["paths"]
+    return next(p for p in paths if p.startswith(prefix))
 
 
 def _keys(schema: Schema, name: str) -> list[str]:
@@ -399,7 +400,12 @@ def test_each_closed_shape_lists_exactly_the_keys_export_writes_in_pyrit_order(
     conversation = Conversation.objects.select_related("target_dump").first()
     identifier = ComponentIdentifier.objects.exclude(children={}).first()
     assert None not in (piece, legacy_piece, score, result, scenario, conversation, identifier)
-    assert piece and legacy_piece and score and result and scenario and conversation
+    assert piece
+    assert legacy_piece
+    assert score
+    assert result
+    assert scenario
+    assert conversation
     assert identifier
     exported: dict[str, dict[str, Any]] = {
         "MessagePiece1x": export_piece(piece, "1.x"),
