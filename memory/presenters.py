@@ -173,7 +173,7 @@ class ScoreView:
     @property
     def is_human(self) -> bool:
         """Recorded by a reviewer."""
-        return self.score.source == "human"
+        return bool(self.score.source == "human")
 
 
 def dump_tree(dump: IdentifierDump | None) -> TreeNode | None:

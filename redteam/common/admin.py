@@ -28,13 +28,13 @@ class ReadOnlyMixin:
         return False
 
 
-class ReadOnlyAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class ReadOnlyAdmin(ReadOnlyMixin, admin.ModelAdmin[Any]):
     """A read-only model admin, tuned for big tables."""
 
     show_full_result_count = False  # no COUNT(*) over millions of rows
 
 
-class ReadOnlyTabularInline(ReadOnlyMixin, admin.TabularInline):
+class ReadOnlyTabularInline(ReadOnlyMixin, admin.TabularInline[Any, Any]):
     """A read-only inline (rows of a read-only parent)."""
 
     extra = 0

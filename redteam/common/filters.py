@@ -123,6 +123,12 @@ class MultiValueFilter(df.Filter):
         """Filter by the cleaned values."""
         raise NotImplementedError
 
+    @property
+    def column(self) -> str:
+        """The filtered field (a FilterSet names the field of every filter it declares)."""
+        assert self.field_name is not None
+        return self.field_name
+
 
 class InFilter(MultiValueFilter):
     """A plain column equal to any of the given values."""
@@ -174,11 +180,11 @@ class ElementFilter(MultiValueFilter):
         """All values for ``all``; any value for ``any``."""
         if self.match == "all":
             for v in value:
-                qs = qs.filter(JSONHasElement(self.field_name, v))
+                qs = qs.filter(JSONHasElement(self.column, v))
             return qs
         condition = Q()
         for v in value:
-            condition |= Q(JSONHasElement(self.field_name, v))
+            condition |= Q(JSONHasElement(self.column, v))
         return qs.filter(condition)
 
 

@@ -38,7 +38,7 @@ class _JSONPredicate(Expression):
         """Replace the JSON column (after resolution)."""
         (self.lhs,) = exprs
 
-    def resolve_expression(  # type: ignore[override]
+    def resolve_expression(
         self,
         query: Any = None,
         allow_joins: bool = True,

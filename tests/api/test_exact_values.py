@@ -168,7 +168,8 @@ def test_nul_in_every_string_field_of_every_kind_is_stored_and_read_back_exactly
     assert_api_serves_payload(api, payload, line)
     # Replays of the same values are no-ops.
     again = ingest(api, payload).json()
-    assert again["stored"] == 0 and again["errors"] == 0
+    assert again["stored"] == 0
+    assert again["errors"] == 0
 
 
 def test_a_different_value_after_a_nul_value_is_a_conflict(api: APIClient) -> None:
@@ -178,7 +179,8 @@ def test_a_different_value_after_a_nul_value_is_a_conflict(api: APIClient) -> No
     assert ingest(api, {"message_pieces": [row]}).json()["unchanged"] == 1
     changed = dict(row, original_value="before\x00other", converted_value="before\x00other")
     item = ingest(api, {"message_pieces": [changed]}).json()["items"][0]
-    assert item["status"] == "rejected" and item["errors"][0]["code"] == "conflict"
+    assert item["status"] == "rejected"
+    assert item["errors"][0]["code"] == "conflict"
 
 
 def test_every_text_and_json_field_of_the_stored_models_is_exact() -> None:
@@ -223,11 +225,13 @@ def test_nan_and_infinity_in_json_columns_are_stored_and_returned_as_pyrit_write
     payload, floats = _non_finite_batch()
     # The body spells them as PyRIT's json.dumps does: NaN, Infinity, -Infinity.
     text = json.dumps(payload)
-    assert "NaN" in text and "-Infinity" in text
+    assert "NaN" in text
+    assert "-Infinity" in text
     response = raw_ingest(api, text)
     assert response.status_code == 200, response.content
     pieces = api.get("/api/v1/message-pieces/")
-    assert b"NaN" in pieces.content and b"-Infinity" in pieces.content
+    assert b"NaN" in pieces.content
+    assert b"-Infinity" in pieces.content
     got = json.loads(pieces.content)["results"][0]["prompt_metadata"]
     assert _same(got, floats)
     score_row = json.loads(api.get("/api/v1/scores/").content)["results"][0]
@@ -238,7 +242,8 @@ def test_nan_and_infinity_in_json_columns_are_stored_and_returned_as_pyrit_write
     assert math.isnan(conv["target_identifier"]["temperature"])
     # A replay with the same non-finite values is unchanged, not a conflict.
     again = raw_ingest(api, text).json()
-    assert again["errors"] == 0 and again["stored"] == 0
+    assert again["errors"] == 0
+    assert again["stored"] == 0
 
 
 def test_float_literal_overflow_is_infinity_in_json_and_an_item_error_elsewhere(
@@ -414,10 +419,12 @@ def test_import_stores_nul_and_nan_rows_like_the_api(
         kind: read_all(api, kind) for kind in ("message-pieces", "scores", "attack-results")
     }
     texts = [r for r in imported["message-pieces"] if r.get("original_value_data_type") == "text"]
-    assert texts and all(r["original_value"].endswith(HOSTILE) for r in texts)
+    assert texts
+    assert all(r["original_value"].endswith(HOSTILE) for r in texts)
     assert all(s["score_rationale"].endswith(HOSTILE) for s in imported["scores"])
     for row in imported["scores"]:
-        assert math.isnan(row["score_metadata"]["nan"]) and row["score_metadata"]["k\x00"]
+        assert math.isnan(row["score_metadata"]["nan"])
+        assert row["score_metadata"]["k\x00"]
     assert all(r["objective"].endswith(HOSTILE) for r in imported["attack-results"])
     # Pushing what the API served back is a replay: push and import agree row for row.
     body = {
@@ -507,10 +514,12 @@ def test_search_filters_and_pages_work_on_text_holding_nul(
     assert page.status_code == 200
     html = page.content.decode()
     # The piece text shows NUL as a visible stand-in (labels are chips, shown as sent).
-    assert ">⟨U+0000⟩</span>tutorial" in html and ">⟨U+FDD0⟩</span>escape" in html
+    assert ">⟨U+0000⟩</span>tutorial" in html
+    assert ">⟨U+FDD0⟩</span>escape" in html
     assert ESCAPE + NUL_MARK not in html  # the stored form never leaks onto a page
     listing = reviewer_client.get("/conversations/")
-    assert listing.status_code == 200 and ESCAPE + NUL_MARK not in listing.content.decode()
+    assert listing.status_code == 200
+    assert ESCAPE + NUL_MARK not in listing.content.decode()
 
 
 def test_a_conversation_id_holding_nul_is_one_id_everywhere(api: APIClient) -> None:
@@ -529,9 +538,11 @@ def test_a_conversation_id_holding_nul_is_one_id_everywhere(api: APIClient) -> N
         assert served, resource
         assert {row["conversation_id"] for row in served} == {cid}, resource
     pieces = MessagePiece.objects.filter(conversation_id=cid)
-    assert {p.conversation_id for p in pieces} == {cid} and pieces.count() == 2
+    assert {p.conversation_id for p in pieces} == {cid}
+    assert pieces.count() == 2
     again = raw_ingest(api, json.dumps(payload)).json()
-    assert again["errors"] == 0 and again["stored"] == 0
+    assert again["errors"] == 0
+    assert again["stored"] == 0
 
 
 @pytest.mark.parametrize("stamp", ["0028-06-27T01:02:03Z", "0999-01-01T00:00:00.000005Z"])

@@ -9,6 +9,7 @@ import pytest
 
 from redteam.common.idpath import Sha256Converter
 from redteam.core.digests import is_sha256
+from redteam.core.outcomes import FieldError
 
 DIGEST = hashlib.sha256(b"x").hexdigest()
 
@@ -43,6 +44,7 @@ def test_ingest_refuses_a_digest_with_a_trailing_newline(key: str) -> None:
     from memory.parsing import parse_identifier
 
     dump = {"class_name": "T", "class_module": "m", "hash": DIGEST, key: DIGEST + "\n"}
-    errors: list = []
+    errors: list[FieldError] = []
     assert parse_identifier(dump, "target", legacy=True, errors=errors) is None
-    assert errors and "64 lowercase hex" in errors[0].message
+    assert errors
+    assert "64 lowercase hex" in errors[0].message

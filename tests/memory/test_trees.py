@@ -81,8 +81,12 @@ def test_a_stored_dump_is_shown_under_its_rows_hash_and_once_per_page() -> None:
     without = {k: v for k, v in _attack().items() if k != "hash"}
     dump = IdentifierDump(digest="d" * 64, identifier_id=row_hash, dump_json=json.dumps(without))
     tree = dump_tree(dump)
-    assert tree is not None and tree.hash == row_hash and tree.link_hash == row_hash
+    assert tree is not None
+    assert tree.hash == row_hash
+    assert tree.link_hash == row_hash
     assert dump_tree(None) is None
     once = TreesOnce()
     first, again = once(dump), once(dump)
-    assert first is not None and first.hash == row_hash and again is None
+    assert first is not None
+    assert first.hash == row_hash
+    assert again is None

@@ -60,7 +60,8 @@ DATE_FILTERS = [(fs, name) for fs in _filtersets() for name in _date_filters(fs)
 def test_the_date_filters_are_found() -> None:
     """Lists with dates: pieces, conversations, scores, attack results, scenarios, seeds."""
     names = {fs.__name__ for fs, _ in DATE_FILTERS}
-    assert len(DATE_FILTERS) >= 12 and len(names) >= 6, DATE_FILTERS
+    assert len(DATE_FILTERS) >= 12, DATE_FILTERS
+    assert len(names) >= 6, DATE_FILTERS
 
 
 def test_every_date_filter_is_the_shared_bound() -> None:
@@ -144,10 +145,13 @@ def test_bare_date_includes_its_whole_day(
     assert lists, f"{filterset.__name__}.{name}: no list exposes this date filter"
     date_filter = _date_filters(filterset)[name]
     upper = date_filter.lookup_expr == "lte"
-    rows = filterset._meta.model._default_manager.all()
-    assert rows.exists(), f"no {filterset._meta.model.__name__} row to filter"
+    model = filterset._meta.model  # type: ignore[attr-defined]  # not in the stubs
+    rows = model._default_manager.all()
+    assert rows.exists(), f"no {model.__name__} row to filter"
     for instant, before_keeps, after_keeps in INSTANTS:
-        rows.update(**{date_filter.field_name: instant})
+        column = date_filter.field_name
+        assert column is not None
+        rows.update(**{column: instant})
         kept = before_keeps if upper else after_keeps
         for path, client, is_api in lists:
             every = _count(client, path, is_api, {})
