@@ -18,7 +18,8 @@ Validation follows what PyRIT would have produced (PYRIT-MODEL.md sections 1-6):
   (its validator replaces falsy values), so it is rejected.
 * Strings may hold any character and JSON columns any float (NUL, NaN, +/-Infinity): the
   model fields store them exactly (redteam/core/storedtext.py). Sizes, nesting and lone
-  surrogates are checked per item before parsing, by redteam/core/jsonguard.py.
+  surrogates are checked per item before parsing, by redteam/core/jsonguard.py
+  (redteam.site.ingest calls it on every item of every path).
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ __all__ = [
     "EXTENSION_KEYS",
     "MISSING",
     "ParsedIdentifier",
-    "canonical",
     "dump_digest",
     "parse_identifier",
     "raw_id",
@@ -54,35 +54,7 @@ EXTENSION_KEYS: Final = frozenset({"pyrit_version"})
 MISSING: Final = object()
 
 
-# --- canonical forms -----------------------------------------------------------------------
-
-
-def _canon_json(value: Any) -> Any:
-    """Map a JSON value to the form both databases give back, for comparisons only."""
-    if isinstance(value, float):
-        # PostgreSQL's jsonb keeps "1.0" as 1.0 but prints exponent floats without the
-        # exponent (1e+20 -> 100000000000000000000, read back as int) and has no -0.
-        if value == 0.0:
-            return 0.0
-        if value.is_integer() and "e" in repr(value):
-            return int(value)
-        return value
-    if isinstance(value, dict):
-        return {k: _canon_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_canon_json(v) for v in value]
-    return value
-
-
-def canonical(value: Any) -> Any:
-    """A comparable form of a stored or incoming field value (1 and 1.0 stay distinct)."""
-    if isinstance(value, dict | list):
-        return json.dumps(_canon_json(value), sort_keys=True, separators=(",", ":"))
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, datetime):
-        return value.astimezone(UTC).isoformat()
-    return value
+# --- identifier dumps ---------------------------------------------------------------------
 
 
 def dump_digest(dump: Mapping[str, Any]) -> str:

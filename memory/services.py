@@ -1,12 +1,14 @@
 """Ingestion services for PyRIT memory: conversations, message pieces, attack results.
 
-Every service validates each item (memory/parsing.py), then stores the valid ones with a
+Every service has the signature of redteam.site.ingest's StoreService (``store(items, *,
+user=None)``), validates each item (memory/parsing.py), then stores the valid ones with a
 constant number of queries whatever the batch size, and returns one ItemOutcome per input
-item, in order. Same id + same content is "unchanged"; same id + different content is
-rejected with code "conflict". Contents are compared in canonical form (memory.parsing
-.canonical), so 1 and 1.0 differ while key order and timestamp spelling do not, and in PyRIT's
-memory round-trip form (redteam/core/roundtrip.py), so an object sent as an attack returned it and
-again as PyRIT's memory reloads it is the same object.
+item, in order. Replays are told from conflicts by redteam.core.batch, as for every kind:
+same id + same content is "unchanged"; same id + different content is rejected with code
+"conflict". Contents are compared in canonical form (redteam.core.batch.canonical), so 1 and
+1.0 differ while key order and timestamp spelling do not, and in PyRIT's memory round-trip
+form (redteam/core/roundtrip.py), so an object sent as an attack returned it and again as
+PyRIT's memory reloads it is the same object.
 
 Conversation summary columns are maintained here, under a row lock (SELECT ... FOR UPDATE
 on PostgreSQL, ordered by primary key so concurrent batches cannot deadlock). Conversations

@@ -1,4 +1,4 @@
-"""Shared parts of the ingestion services: replay comparison, conversation locking.
+"""Shared parts of the ingestion services: how memory kinds compare, conversation locking.
 
 Conversations are created as empty stubs with INSERT ... ON CONFLICT DO NOTHING, then locked
 with SELECT ... FOR UPDATE ordered by primary key (PostgreSQL; SQLite serialises writers),
@@ -8,13 +8,13 @@ losing a summary update, and cannot deadlock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol, TypeVar
 
 from memory.bulk import bulk_insert
 from memory.models import Conversation
-from memory.parsing import canonical
-from redteam.core.outcomes import FieldError, ItemOutcome, ItemStatus
+from redteam.core.batch import Replay, stored_conflict
+from redteam.core.outcomes import FieldError
 
 KIND_CONVERSATIONS = "conversations"
 KIND_PIECES = "message_pieces"
@@ -24,45 +24,47 @@ KIND_ATTACK_RESULTS = "attack_results"
 # --- shared helpers ------------------------------------------------------------------------
 
 
-def outcome_status(errors: Sequence[FieldError], status: str | None) -> ItemStatus:
-    """An item's final status: rejected when it has errors or was never decided."""
-    if errors or status not in ("stored", "unchanged"):
-        return "rejected"
-    return cast(ItemStatus, status)
+class ParsedRow(Protocol):
+    """A parsed memory item: its model field values, its id as sent, its problems."""
+
+    @property
+    def row(self) -> dict[str, Any]: ...
+
+    @property
+    def raw_id(self) -> str | None: ...
+
+    @property
+    def errors(self) -> list[FieldError]: ...
 
 
-def first_difference(
-    new: Mapping[str, Any], old: Mapping[str, Any], fields: Iterable[str]
-) -> str | None:
-    """The first field whose canonical values differ, or None when all are equal."""
-    for name in fields:
-        if canonical(new.get(name)) != canonical(old.get(name)):
-            return name
-    return None
+R = TypeVar("R", bound=ParsedRow)
 
 
-def conflict(kind: str, item_id: Any, field: str | None) -> FieldError:
-    noun = {
-        KIND_PIECES: "message piece",
-        KIND_ATTACK_RESULTS: "attack result",
-        KIND_CONVERSATIONS: "conversation",
-        "scenario_results": "scenario result",
-    }.get(kind, "item")
-    detail = f" (field {field!r} differs)" if field else ""
-    return FieldError(
-        field,
-        f"A {noun} with id {item_id} is already stored with different content{detail}; "
-        "stored items are never overwritten.",
-        code="conflict",
+def row_replay(
+    kind: str,
+    noun: str,
+    values: Callable[[R], Mapping[str, Any]],
+    fields: Callable[[R], Iterable[str]],
+    *,
+    key: str = "id",
+    repeat: Callable[[R, R], str | None] | None = None,
+) -> Replay[R]:
+    """How a memory kind tells a replay from a conflict: items are known by `row[key]`
+    (reported as sent when it did not parse), compared in canonical form."""
+
+    def label(parsed: R) -> str | None:
+        value = parsed.row.get(key) if parsed.row else None
+        return str(value) if value is not None else parsed.raw_id
+
+    return Replay(
+        kind=kind,
+        key=lambda parsed: parsed.row.get(key),
+        label=label,
+        values=values,
+        fields=fields,
+        conflict=stored_conflict(noun),
+        repeat=repeat,
     )
-
-
-def item_id(parsed: Any, key: str = "id") -> str | None:
-    value = parsed.row.get(key) if parsed.row else None
-    if value is not None:
-        return str(value)
-    raw: str | None = parsed.raw_id
-    return raw
 
 
 def prefixed(errors: Iterable[FieldError], prefix: str) -> list[FieldError]:
@@ -83,73 +85,6 @@ def lock_conversations(
     if annotations:
         query = query.annotate(**annotations)
     return {c.pk: c for c in query}
-
-
-def dedupe(parsed: Sequence[Any], key: str) -> dict[int, int]:
-    """Map the index of each repeated id to the index of its first occurrence."""
-    first: dict[Any, int] = {}
-    duplicates: dict[int, int] = {}
-    for i, item in enumerate(parsed):
-        item_id = item.row.get(key) if not item.errors else None
-        if item_id is None:
-            continue
-        if item_id in first:
-            duplicates[i] = first[item_id]
-        else:
-            first[item_id] = i
-    return duplicates
-
-
-def resolve_duplicates(
-    kind: str,
-    parsed: Sequence[Any],
-    outcomes: list[ItemOutcome],
-    duplicates: Mapping[int, int],
-    compare: Callable[[Any], Mapping[str, Any]],
-    fields_of: Callable[[Any], Iterable[str]],
-    key: str = "id",
-) -> None:
-    """A repeated id in one batch: same content follows the first; different is a conflict."""
-    for i, j in duplicates.items():
-        diff = first_difference(compare(parsed[i]), compare(parsed[j]), fields_of(parsed[i]))
-        this_id = item_id(parsed[i], key)
-        if diff is not None:
-            error = FieldError(
-                diff,
-                f"Id {this_id} appears twice in this batch with different content "
-                f"(field {diff!r} differs).",
-                code="conflict",
-            )
-            outcomes[i] = ItemOutcome(kind, i, this_id, "rejected", [error])
-        elif outcomes[j].status == "rejected":
-            outcomes[i] = ItemOutcome(kind, i, this_id, "rejected", list(outcomes[j].errors))
-        else:
-            outcomes[i] = ItemOutcome(kind, i, this_id, "unchanged")
-
-
-def final_outcomes(
-    kind: str,
-    parsed: Sequence[Any],
-    errors: Sequence[list[FieldError]],
-    status: Mapping[int, str],
-    duplicates: Mapping[int, int],
-    compare: Callable[[Any], Mapping[str, Any]],
-    fields_of: Callable[[Any], Iterable[str]],
-    key: str = "id",
-) -> list[ItemOutcome]:
-    """One outcome per parsed item, in order; repeated ids then follow their first occurrence."""
-    outcomes = [
-        ItemOutcome(
-            kind,
-            i,
-            item_id(item, key),
-            outcome_status(errors[i], status.get(i)),
-            errors[i],
-        )
-        for i, item in enumerate(parsed)
-    ]
-    resolve_duplicates(kind, parsed, outcomes, duplicates, compare, fields_of, key=key)
-    return outcomes
 
 
 def drop_empty_stubs(conversations: Mapping[str, Conversation], used: set[str]) -> None:

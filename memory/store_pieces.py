@@ -17,16 +17,14 @@ from memory.shapes import PIECE_VALUE_KEYS
 from memory.store_common import (
     KIND_CONVERSATIONS,
     KIND_PIECES,
-    conflict,
-    dedupe,
     drop_empty_stubs,
-    final_outcomes,
-    first_difference,
     lock_conversations,
     prefixed,
+    row_replay,
 )
 from memory.store_scores import store_parsed_scores
 from redteam.common.models import MediaBlob
+from redteam.core.batch import Batch, Entry
 from redteam.core.enums import MEDIA_PATH_DATA_TYPES
 from redteam.core.outcomes import FieldError, ItemOutcome
 from redteam.core.reassembly import INCONSISTENT_ROLES, message_errors
@@ -83,7 +81,7 @@ CONVERSATION_SUMMARY_FIELDS = [
 
 def _piece_compare(piece: ParsedPiece) -> dict[str, Any]:
     row = dict(piece.row)
-    # A tuple, not a list: compared item by item, never serialised (memory.parsing.canonical).
+    # A tuple, not a list: compared item by item, never serialised (redteam.core.batch.canonical).
     row["converter_identifiers"] = tuple(
         identifier_compared(c.hash, c.digest) for c in piece.converters
     )
@@ -98,6 +96,9 @@ def _piece_compare(piece: ParsedPiece) -> dict[str, Any]:
 
 def _piece_fields(piece: ParsedPiece) -> tuple[str, ...]:
     return PIECE_COMPARE_013 if piece.shape == "0.13" else PIECE_COMPARE_1X
+
+
+PIECES = row_replay(KIND_PIECES, "message piece", _piece_compare, _piece_fields)
 
 
 def _stored_piece_compare(obj: MessagePiece, converters: list[tuple[str, str]]) -> dict[str, Any]:
@@ -198,9 +199,7 @@ def _update_piece_summaries(
     return changed
 
 
-def store_pieces(
-    parsed: Sequence[ParsedPiece], *, kind: str = KIND_PIECES, prefix: str = ""
-) -> list[ItemOutcome]:
+def store_pieces(parsed: Sequence[ParsedPiece], *, prefix: str = "") -> list[ItemOutcome]:
     """Store parsed pieces; the query count does not depend on len(parsed).
 
     Queries: INSERT conversation stubs; SELECT conversations FOR UPDATE; SELECT stored
@@ -209,55 +208,51 @@ def store_pieces(
     INSERT identifiers; INSERT identifier dumps; INSERT pieces; INSERT piece converters;
     UPDATE conversations. Nested 0.13 scores add the score store's own constant count.
     """
-    errors: list[list[FieldError]] = [list(p.errors) for p in parsed]
-    duplicates = dedupe(parsed, "id")
+    batch = Batch.of(PIECES, parsed)
 
     # 1. Messages inside the batch: every piece valid and all sharing one role.
-    groups: dict[tuple[str, int], list[int]] = {}
-    for i, piece in enumerate(parsed):
-        if i in duplicates or not isinstance(piece.row.get("conversation_id"), str):
+    groups: dict[tuple[str, int], list[Entry[ParsedPiece]]] = {}
+    for entry in batch.entries:
+        piece = entry.parsed
+        if entry.first is not None or not isinstance(piece.row.get("conversation_id"), str):
             continue
         if not isinstance(piece.row.get("sequence"), int):
             continue
-        groups.setdefault(piece.message_key, []).append(i)
+        groups.setdefault(piece.message_key, []).append(entry)
     for members in groups.values():
-        rows = [parsed[i].row for i in members]
+        rows = [e.parsed.row for e in members]
         if (
             len(members) > 1
-            and not any(errors[i] for i in members)
+            and not any(e.errors for e in members)
             and INCONSISTENT_ROLES in message_errors(rows)
         ):
-            for i in members:
-                errors[i].append(FieldError(f"{prefix}role", INCONSISTENT_ROLES))
+            for e in members:
+                e.errors.append(FieldError(f"{prefix}role", INCONSISTENT_ROLES))
     candidates = [
-        i for members in groups.values() if not any(errors[i] for i in members) for i in members
+        e for members in groups.values() if not any(m.errors for m in members) for e in members
     ]
     for members in groups.values():
-        if any(errors[i] for i in members):
-            for i in members:
-                if not errors[i]:
-                    errors[i].append(FieldError(None, SIBLING_REJECTED))
+        if any(e.errors for e in members):
+            for e in members:
+                if not e.errors:
+                    e.errors.append(FieldError(None, SIBLING_REJECTED))
 
-    status: dict[int, str] = {}
     if candidates:
-        _decide_pieces(parsed, candidates, groups, errors, status, prefix)
-
-    return final_outcomes(kind, parsed, errors, status, duplicates, _piece_compare, _piece_fields)
+        _decide_pieces(batch, candidates, groups, prefix)
+    return batch.outcomes()
 
 
 def _decide_pieces(
-    parsed: Sequence[ParsedPiece],
-    candidates: list[int],
-    groups: Mapping[tuple[str, int], list[int]],
-    errors: list[list[FieldError]],
-    status: dict[int, str],
+    batch: Batch[ParsedPiece],
+    candidates: list[Entry[ParsedPiece]],
+    groups: Mapping[tuple[str, int], list[Entry[ParsedPiece]]],
     prefix: str,
 ) -> None:
-    """Compare candidates with stored rows, then insert the new ones (see _store_pieces)."""
-    conversation_ids = {parsed[i].row["conversation_id"] for i in candidates}
+    """Compare candidates with stored rows, then insert the new ones (see store_pieces)."""
+    conversation_ids = {e.parsed.row["conversation_id"] for e in candidates}
     conversations = lock_conversations(conversation_ids)
-    ids = [pid for i in candidates if (pid := parsed[i].id) is not None]
-    sequences = sorted({parsed[i].row["sequence"] for i in candidates})
+    ids = [pid for e in candidates if (pid := e.parsed.id) is not None]
+    sequences = sorted({e.parsed.row["sequence"] for e in candidates})
     # Two index lookups in one statement (primary key; conversation+sequence): an OR of the
     # two conditions would make PostgreSQL scan the table.
     stored = list(
@@ -284,20 +279,18 @@ def _decide_pieces(
         ):
             stored_converters[piece_id].append((identifier_id, dump_id))
 
-    for i in candidates:
-        piece = parsed[i]
+    for entry in candidates:
+        piece = entry.parsed
         old = stored_by_id.get(piece.id) if piece.id is not None else None
         if old is not None:
-            old_row = _stored_piece_compare(old, stored_converters[old.id])
-            diff = first_difference(_piece_compare(piece), old_row, _piece_fields(piece))
-            if diff is None:
-                status[i] = "unchanged"
-            else:
-                errors[i].append(conflict(KIND_PIECES, piece.id, f"{prefix}{diff}"))
+            diff = batch.replay.difference(
+                piece, _stored_piece_compare(old, stored_converters[old.id])
+            )
+            batch.settle(entry, None if diff is None else f"{prefix}{diff}")
             continue
         stored_role = stored_roles.get(piece.message_key)
         if stored_role is not None and stored_role != piece.row["role"]:
-            errors[i].append(
+            entry.errors.append(
                 FieldError(
                     f"{prefix}role",
                     f"{INCONSISTENT_ROLES} The stored pieces of this message have role "
@@ -305,21 +298,21 @@ def _decide_pieces(
                 )
             )
         else:
-            status[i] = "new"
+            entry.status = "new"
 
-    _store_nested_scores(parsed, candidates, errors, status)
+    _store_nested_scores(candidates)
     # A rejected piece takes the new pieces of its message down with it.
     for members in groups.values():
-        if any(errors[i] for i in members):
-            for i in members:
-                if status.get(i) == "new":
-                    status.pop(i)
-                    errors[i].append(FieldError(None, SIBLING_REJECTED))
+        if any(e.errors for e in members):
+            for e in members:
+                if e.status == "new":
+                    e.status = None
+                    e.errors.append(FieldError(None, SIBLING_REJECTED))
 
-    new = [parsed[i] for i in candidates if status.get(i) == "new"]
-    for i in candidates:
-        if status.get(i) == "new":
-            status[i] = "stored"
+    new = [e.parsed for e in candidates if e.status == "new"]
+    for e in candidates:
+        if e.status == "new":
+            e.status = "stored"
     # Candidates are in request order within each message, so new pieces keep that order.
     for piece in new:
         position = next_position.get(piece.message_key, 0)
@@ -348,104 +341,34 @@ def _decide_pieces(
     drop_empty_stubs(conversations, {p.row["conversation_id"] for p in new})
 
 
-def _store_nested_scores(
-    parsed: Sequence[ParsedPiece],
-    candidates: list[int],
-    errors: list[list[FieldError]],
-    status: dict[int, str],
-) -> None:
+def _store_nested_scores(candidates: Sequence[Entry[ParsedPiece]]) -> None:
     """Store the scores a 0.13 piece carries; a rejected score rejects its piece."""
-    owners: list[tuple[int, int]] = []
+    owners: list[tuple[Entry[ParsedPiece], int]] = []
     scores: list[ParsedScore] = []
-    for i in candidates:
-        if i in status:
-            for k, score in enumerate(parsed[i].scores):
-                owners.append((i, k))
+    for entry in candidates:
+        if entry.status is not None:
+            for k, score in enumerate(entry.parsed.scores):
+                owners.append((entry, k))
                 scores.append(score)
     outcomes = store_parsed_scores(scores) if scores else []
-    for (i, k), outcome in zip(owners, outcomes, strict=True):
+    for (entry, k), outcome in zip(owners, outcomes, strict=True):
         if outcome.status == "rejected":
-            status.pop(i, None)
-            errors[i].extend(prefixed(outcome.errors, f"scores[{k}]."))
+            entry.status = None
+            entry.errors.extend(prefixed(outcome.errors, f"scores[{k}]."))
 
 
 @transaction.atomic
-def store_message_pieces(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]:
-    """Validate and store MessagePiece dicts (0.13 to_dict or 1.x model_dump), in bulk."""
+def store_message_pieces(
+    items: Sequence[Mapping[str, Any]], *, user: Any = None
+) -> list[ItemOutcome]:
+    """Validate and store MessagePiece dicts (0.13 to_dict or 1.x model_dump), in bulk.
+
+    `user` (who sent them) is taken as every store service takes it; pieces keep no author.
+    """
     return store_pieces([parse_piece(item, i) for i, item in enumerate(items)])
 
 
 # --- conversations -------------------------------------------------------------------------
-
-
-@transaction.atomic
-def store_conversations(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]:
-    """Validate and store 1.x Conversation dicts (target identifier and retries).
-
-    Queries: INSERT stubs; SELECT FOR UPDATE; INSERT identifiers; INSERT dumps; UPDATE.
-    """
-    parsed = [parse_conversation(item, i) for i, item in enumerate(items)]
-    duplicates = dedupe(parsed, "conversation_id")
-    errors = [list(c.errors) for c in parsed]
-    status: dict[int, str] = {}
-    valid = [i for i, c in enumerate(parsed) if not errors[i] and i not in duplicates]
-    changed: list[Conversation] = []
-    if valid:
-        conversations = lock_conversations(parsed[i].row["conversation_id"] for i in valid)
-        now = timezone.now()
-        for i in valid:
-            conv_item = parsed[i]
-            conv = conversations[conv_item.row["conversation_id"]]
-            new = _conversation_compare(conv_item)
-            if conv.declared:
-                old = {
-                    "target_identifier": identifier_compared(
-                        conv.target_identifier_id, conv.target_dump_id
-                    ),
-                    "retries": conv.retries,
-                }
-                diff = first_difference(new, old, new)
-                if diff is None:
-                    status[i] = "unchanged"
-                else:
-                    errors[i].append(conflict(KIND_CONVERSATIONS, conv.pk, diff))
-                continue
-            # Undeclared rows were created from pieces or results: the declaration fills them.
-            conv.declared = True
-            conv.retries = conv_item.row["retries"]
-            conv.pyrit_version = conv_item.row["pyrit_version"]
-            conv.target_identifier_id = conv_item.target.hash if conv_item.target else None
-            conv.target_dump_id = conv_item.target.digest if conv_item.target else None
-            conv.updated_at = now
-            changed.append(conv)
-            status[i] = "stored"
-        store_identifier_uses(
-            target
-            for i in valid
-            if status.get(i) == "stored" and (target := parsed[i].target) is not None
-        )
-        bulk_update(
-            Conversation,
-            changed,
-            [
-                "declared",
-                "retries",
-                "pyrit_version",
-                "target_identifier",
-                "target_dump",
-                "updated_at",
-            ],
-        )
-    return final_outcomes(
-        KIND_CONVERSATIONS,
-        parsed,
-        errors,
-        status,
-        duplicates,
-        _conversation_compare,
-        lambda _: ("target_identifier", "retries"),
-        key="conversation_id",
-    )
 
 
 def _conversation_compare(conv: ParsedConversation) -> dict[str, Any]:
@@ -455,3 +378,60 @@ def _conversation_compare(conv: ParsedConversation) -> dict[str, Any]:
         else None,
         "retries": conv.row["retries"],
     }
+
+
+CONVERSATIONS = row_replay(
+    KIND_CONVERSATIONS,
+    "conversation",
+    _conversation_compare,
+    lambda conv: ("target_identifier", "retries"),
+    key="conversation_id",
+)
+
+
+@transaction.atomic
+def store_conversations(
+    items: Sequence[Mapping[str, Any]], *, user: Any = None
+) -> list[ItemOutcome]:
+    """Validate and store 1.x Conversation dicts (target identifier and retries).
+
+    Queries: INSERT stubs; SELECT FOR UPDATE; INSERT identifiers; INSERT dumps; UPDATE.
+    `user` is taken as every store service takes it; conversations keep no author.
+    """
+    batch = Batch.of(CONVERSATIONS, [parse_conversation(item, i) for i, item in enumerate(items)])
+    valid = batch.pending()
+    if not valid:
+        return batch.outcomes()
+    conversations = lock_conversations(e.parsed.row["conversation_id"] for e in valid)
+    now = timezone.now()
+    changed: list[Conversation] = []
+    for entry in valid:
+        conv_item = entry.parsed
+        conv = conversations[conv_item.row["conversation_id"]]
+        if conv.declared:
+            old = {
+                "target_identifier": identifier_compared(
+                    conv.target_identifier_id, conv.target_dump_id
+                ),
+                "retries": conv.retries,
+            }
+            batch.compare(entry, old)
+            continue
+        # Undeclared rows were created from pieces or results: the declaration fills them.
+        conv.declared = True
+        conv.retries = conv_item.row["retries"]
+        conv.pyrit_version = conv_item.row["pyrit_version"]
+        conv.target_identifier_id = conv_item.target.hash if conv_item.target else None
+        conv.target_dump_id = conv_item.target.digest if conv_item.target else None
+        conv.updated_at = now
+        changed.append(conv)
+        entry.status = "stored"
+    store_identifier_uses(
+        target for e in valid if e.status == "stored" and (target := e.parsed.target) is not None
+    )
+    bulk_update(
+        Conversation,
+        changed,
+        ["declared", "retries", "pyrit_version", "target_identifier", "target_dump", "updated_at"],
+    )
+    return batch.outcomes()

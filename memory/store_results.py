@@ -16,17 +16,15 @@ from memory.parsing_results import ParsedAttackResult, parse_attack_result
 from memory.shapes import ATTACK_RESULT_TAIL_1X
 from memory.store_common import (
     KIND_ATTACK_RESULTS,
-    conflict,
-    dedupe,
     drop_empty_stubs,
-    final_outcomes,
-    first_difference,
     lock_conversations,
     prefixed,
+    row_replay,
 )
 from memory.store_pieces import store_pieces
 from memory.store_scores import store_parsed_scores
-from redteam.core.outcomes import FieldError, ItemOutcome
+from redteam.core.batch import Batch, Entry
+from redteam.core.outcomes import ItemOutcome
 from redteam.core.roundtrip import identifier_compared, related_compared, traceback_compared
 
 ATTACK_RESULT_COMPARE_013 = (
@@ -67,6 +65,15 @@ def _result_fields(result: ParsedAttackResult) -> tuple[str, ...]:
     return ATTACK_RESULT_COMPARE_013 if result.shape == "0.13" else ATTACK_RESULT_COMPARE_1X
 
 
+RESULTS = row_replay(
+    KIND_ATTACK_RESULTS,
+    "attack result",
+    _result_compare,
+    _result_fields,
+    key="attack_result_id",
+)
+
+
 def _stored_result_compare(obj: AttackResult, related: list[dict[str, Any]]) -> dict[str, Any]:
     """The compared values of a stored result, in the same form."""
     skip = {"related", "atomic_attack_identifier"}
@@ -96,28 +103,28 @@ def _is_newer(candidate: Any, current: Any, current_exists: bool) -> bool:
     return current is None or candidate >= current
 
 
-def _embedded(
-    results: Sequence[ParsedAttackResult], valid: list[int], errors: list[list[FieldError]]
-) -> None:
+def _embedded(valid: Sequence[Entry[ParsedAttackResult]]) -> None:
     """Store each result's last_response piece and last_score; a rejection rejects the result."""
-    with_piece = [i for i in valid if results[i].last_response is not None]
+    with_piece = [e for e in valid if e.parsed.last_response is not None]
     if with_piece:
-        pieces = [results[i].last_response for i in with_piece]
+        pieces = [e.parsed.last_response for e in with_piece]
         outcomes = store_pieces([p for p in pieces if p is not None], prefix="last_response.")
-        for i, outcome in zip(with_piece, outcomes, strict=True):
+        for entry, outcome in zip(with_piece, outcomes, strict=True):
             if outcome.status == "rejected":
-                errors[i].extend(prefixed(outcome.errors, "last_response."))
-    with_score = [i for i in valid if results[i].last_score is not None and not errors[i]]
-    scores = [results[i].last_score for i in with_score]
+                entry.errors.extend(prefixed(outcome.errors, "last_response."))
+    with_score = [e for e in valid if e.parsed.last_score is not None and not e.errors]
+    scores = [e.parsed.last_score for e in with_score]
     embedded = [s for s in scores if s is not None]
     outcomes = store_parsed_scores(embedded) if embedded else []
-    for i, outcome in zip(with_score, outcomes, strict=True):
+    for entry, outcome in zip(with_score, outcomes, strict=True):
         if outcome.status == "rejected":
-            errors[i].extend(prefixed(outcome.errors, "last_score."))
+            entry.errors.extend(prefixed(outcome.errors, "last_score."))
 
 
 @transaction.atomic
-def store_attack_results(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]:
+def store_attack_results(
+    items: Sequence[Mapping[str, Any]], *, user: Any = None
+) -> list[ItemOutcome]:
     """Validate and store AttackResult dicts, their related conversations and embedded items.
 
     The embedded last_response piece and last_score are stored too (same rules as when sent
@@ -125,6 +132,7 @@ def store_attack_results(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome
     score store's constant counts, then INSERT stubs; SELECT conversations FOR UPDATE;
     SELECT stored results; [SELECT their references, when some ids are already stored];
     INSERT identifiers; INSERT dumps; INSERT results; INSERT references; UPDATE conversations.
+    `user` is taken as every store service takes it; results keep no author.
     """
     return store_parsed_attack_results(
         [parse_attack_result(item, i) for i, item in enumerate(items)]
@@ -133,43 +141,27 @@ def store_attack_results(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome
 
 def store_parsed_attack_results(parsed: Sequence[ParsedAttackResult]) -> list[ItemOutcome]:
     """Store already-parsed attack results (also the hook scenario results use)."""
-    duplicates = dedupe(parsed, "attack_result_id")
-    errors = [list(r.errors) for r in parsed]
-    valid = [i for i, r in enumerate(parsed) if not errors[i] and i not in duplicates]
-    status: dict[int, str] = {}
-    if valid:
-        _embedded(parsed, valid, errors)
-        valid = [i for i in valid if not errors[i]]
-    if valid:
-        _decide_results(parsed, valid, errors, status)
-    return final_outcomes(
-        KIND_ATTACK_RESULTS,
-        parsed,
-        errors,
-        status,
-        duplicates,
-        _result_compare,
-        _result_fields,
-        key="attack_result_id",
-    )
+    batch = Batch.of(RESULTS, parsed)
+    if valid := batch.pending():
+        _embedded(valid)
+    if valid := batch.pending():
+        _decide_results(batch, valid)
+    return batch.outcomes()
 
 
 def _decide_results(
-    parsed: Sequence[ParsedAttackResult],
-    valid: list[int],
-    errors: list[list[FieldError]],
-    status: dict[int, str],
+    batch: Batch[ParsedAttackResult], valid: Sequence[Entry[ParsedAttackResult]]
 ) -> None:
     """Compare with stored results, insert the new ones and refresh conversation summaries."""
     latest = AttackResult.objects.filter(conversation_id=OuterRef("pk")).order_by(
         F("timestamp").desc(nulls_last=True), "-ingested_at"
     )
     conversations = lock_conversations(
-        (parsed[i].row["conversation_id"] for i in valid),
+        (e.parsed.row["conversation_id"] for e in valid),
         latest_result_timestamp=Subquery(latest.values("timestamp")[:1]),
         has_results=Exists(latest),
     )
-    ids = [rid for i in valid if (rid := parsed[i].id) is not None]
+    ids = [rid for e in valid if (rid := e.parsed.id) is not None]
     stored = {r.pk: r for r in AttackResult.objects.filter(pk__in=ids)}
     related: dict[uuid.UUID, list[dict[str, Any]]] = {pk: [] for pk in stored}
     if stored:
@@ -178,19 +170,14 @@ def _decide_results(
         ):
             related[ref["attack_result_id"]].append(dict(ref))
     new: list[ParsedAttackResult] = []
-    for i in valid:
-        result = parsed[i]
+    for entry in valid:
+        result = entry.parsed
         old = stored.get(result.id) if result.id is not None else None
         if old is None:
             new.append(result)
-            status[i] = "stored"
-            continue
-        old_row = _stored_result_compare(old, related[old.pk])
-        diff = first_difference(_result_compare(result), old_row, _result_fields(result))
-        if diff is None:
-            status[i] = "unchanged"
+            entry.status = "stored"
         else:
-            errors[i].append(conflict(KIND_ATTACK_RESULTS, result.id, diff))
+            batch.compare(entry, _stored_result_compare(old, related[old.pk]))
     if new:
         store_identifier_uses(r.atomic for r in new if r.atomic is not None)
         insert_rows(AttackResult, [_result_row(r) for r in new])

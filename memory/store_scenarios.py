@@ -26,15 +26,10 @@ from django.db import transaction
 from memory.bulk import insert_rows, store_identifier_uses
 from memory.models import ScenarioResult
 from memory.parsing_scenarios import ParsedScenarioResult, parse_scenario_result
-from memory.store_common import (
-    conflict,
-    dedupe,
-    final_outcomes,
-    first_difference,
-    prefixed,
-)
+from memory.store_common import prefixed, row_replay
 from memory.store_results import store_parsed_attack_results
-from redteam.core.outcomes import FieldError, ItemOutcome
+from redteam.core.batch import Batch, Entry
+from redteam.core.outcomes import ItemOutcome
 from redteam.core.roundtrip import identifier_compared
 
 KIND_SCENARIO_RESULTS = "scenario_results"
@@ -89,8 +84,9 @@ def _stored_compare(obj: ScenarioResult) -> dict[str, Any]:
     return row
 
 
-def _fields(_scenario: ParsedScenarioResult) -> tuple[str, ...]:
-    return SCENARIO_COMPARE
+SCENARIOS = row_replay(
+    KIND_SCENARIO_RESULTS, "scenario result", _compare, lambda scenario: SCENARIO_COMPARE
+)
 
 
 def _row(scenario: ParsedScenarioResult) -> dict[str, Any]:
@@ -107,63 +103,51 @@ def _row(scenario: ParsedScenarioResult) -> dict[str, Any]:
     return row
 
 
-def _store_embedded(
-    parsed: Sequence[ParsedScenarioResult], valid: list[int], errors: list[list[FieldError]]
-) -> None:
+def _store_embedded(valid: Sequence[Entry[ParsedScenarioResult]]) -> None:
     """Store every valid scenario's attack results in one call; a rejection rejects its owner."""
-    owners: list[tuple[int, str]] = []
+    owners: list[tuple[Entry[ParsedScenarioResult], str]] = []
     items: list[Any] = []
-    for i in valid:
-        for result, path in zip(
-            parsed[i].attack_results, parsed[i].attack_result_paths, strict=True
-        ):
-            owners.append((i, path))
+    for entry in valid:
+        scenario = entry.parsed
+        for result, path in zip(scenario.attack_results, scenario.attack_result_paths, strict=True):
+            owners.append((entry, path))
             items.append(result)
     if not items:
         return
     outcomes = store_parsed_attack_results(items)
-    for (i, path), outcome in zip(owners, outcomes, strict=True):
+    for (entry, path), outcome in zip(owners, outcomes, strict=True):
         if outcome.status == "rejected":
-            errors[i].extend(prefixed(outcome.errors, path))
+            entry.errors.extend(prefixed(outcome.errors, path))
 
 
 @transaction.atomic
-def store_scenario_results(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]:
+def store_scenario_results(
+    items: Sequence[Mapping[str, Any]], *, user: Any = None
+) -> list[ItemOutcome]:
     """Validate and store ScenarioResult dicts and the attack results they embed.
 
     Queries: the attack-result store's constant count (when results are embedded); SELECT
-    stored scenarios; INSERT identifiers; INSERT dumps; INSERT scenarios.
+    stored scenarios; INSERT identifiers; INSERT dumps; INSERT scenarios. `user` is taken as
+    every store service takes it; scenario results keep no author.
     """
-    parsed = [parse_scenario_result(item, i) for i, item in enumerate(items)]
-    duplicates = dedupe(parsed, "id")
-    errors = [list(s.errors) for s in parsed]
-    valid = [i for i, s in enumerate(parsed) if not errors[i] and i not in duplicates]
-    status: dict[int, str] = {}
-    if valid:
-        _store_embedded(parsed, valid, errors)
-        valid = [i for i in valid if not errors[i]]
-    if valid:
-        stored = {
-            s.pk: s for s in ScenarioResult.objects.filter(pk__in=[parsed[i].id for i in valid])
-        }
-        new: list[ParsedScenarioResult] = []
-        for i in valid:
-            scenario = parsed[i]
-            old = stored.get(scenario.id) if scenario.id is not None else None
-            if old is None:
-                new.append(scenario)
-                status[i] = "stored"
-                continue
-            diff = first_difference(_compare(scenario), _stored_compare(old), SCENARIO_COMPARE)
-            if diff is None:
-                status[i] = "unchanged"
-            else:
-                errors[i].append(conflict(KIND_SCENARIO_RESULTS, scenario.id, diff))
-        if new:
-            store_identifier_uses(
-                use for s in new for use in (s.scenario, s.target, s.scorer) if use is not None
-            )
-            insert_rows(ScenarioResult, [_row(s) for s in new])
-    return final_outcomes(
-        KIND_SCENARIO_RESULTS, parsed, errors, status, duplicates, _compare, _fields
-    )
+    batch = Batch.of(SCENARIOS, [parse_scenario_result(item, i) for i, item in enumerate(items)])
+    if valid := batch.pending():
+        _store_embedded(valid)
+    if not (valid := batch.pending()):
+        return batch.outcomes()
+    stored = {s.pk: s for s in ScenarioResult.objects.filter(pk__in=[e.parsed.id for e in valid])}
+    new: list[ParsedScenarioResult] = []
+    for entry in valid:
+        scenario = entry.parsed
+        old = stored.get(scenario.id) if scenario.id is not None else None
+        if old is None:
+            new.append(scenario)
+            entry.status = "stored"
+        else:
+            batch.compare(entry, _stored_compare(old))
+    if new:
+        store_identifier_uses(
+            use for s in new for use in (s.scenario, s.target, s.scorer) if use is not None
+        )
+        insert_rows(ScenarioResult, [_row(s) for s in new])
+    return batch.outcomes()

@@ -14,7 +14,7 @@ run and the same score imported from a memory file derive identical rows and com
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from django.db import transaction
 
@@ -24,9 +24,10 @@ from memory.models import (
     Score,
     ScoreSource,
 )
-from memory.parsing import canonical
 from memory.parsing_pieces import ParsedScore, parse_score
-from redteam.core.outcomes import FieldError, ItemOutcome, ItemStatus
+from memory.store_common import row_replay
+from redteam.core.batch import Batch, canonical, first_difference
+from redteam.core.outcomes import ItemOutcome
 from redteam.core.roundtrip import identifier_compared
 
 __all__ = ["KIND_SCORES", "store_parsed_scores", "store_scores"]
@@ -51,15 +52,6 @@ def _stored_compare(score: Score, fields: Sequence[str]) -> dict[str, Any]:
         score.scorer_identifier_id, score.scorer_dump_id
     )
     return row
-
-
-def _difference(
-    new: Mapping[str, Any], old: Mapping[str, Any], fields: Sequence[str]
-) -> str | None:
-    for name in fields:
-        if canonical(new.get(name)) != canonical(old.get(name)):
-            return name
-    return None
 
 
 def _scorable_key(score: ParsedScore) -> Any:
@@ -92,6 +84,19 @@ def _same_scorable(score: ParsedScore, old: Score) -> bool:
     return True
 
 
+def _repeat_difference(score: ParsedScore, first: ParsedScore) -> str | None:
+    """Two scores of one batch with one id: their compared fields, then what they score."""
+    diff = first_difference(_compare(score), _compare(first), score.compared)
+    if diff is None and _scorable_key(score) != _scorable_key(first):
+        return "scorable"
+    return diff
+
+
+SCORES = row_replay(
+    KIND_SCORES, "score", _compare, lambda score: score.compared, repeat=_repeat_difference
+)
+
+
 def _store_loose_content(rows: Iterable[dict[str, Any]]) -> None:
     """INSERT the scored loose content; rows are content-addressed, so existing ones stay."""
     unique = {row["id"]: row for row in rows}
@@ -117,91 +122,39 @@ def _row(score: ParsedScore) -> dict[str, Any]:
     return row
 
 
-def _outcome(score: ParsedScore, index: int, status: str, errors: list[FieldError]) -> ItemOutcome:
-    item_id = str(score.id) if score.id is not None else score.raw_id
-    return ItemOutcome(KIND_SCORES, index, item_id, cast(ItemStatus, status), errors)
-
-
 def store_parsed_scores(parsed: Sequence[ParsedScore]) -> list[ItemOutcome]:
     """Store already-parsed scores (also the hook memory uses for embedded scores).
 
     Queries, whatever len(parsed): SELECT stored scores with these ids; INSERT identifiers;
     INSERT identifier dumps; INSERT scores.
     """
-    errors = [list(s.errors) for s in parsed]
-    status: dict[int, str] = {}
-    first: dict[Any, int] = {}
-    duplicates: dict[int, int] = {}
-    for i, score in enumerate(parsed):
-        if errors[i] or score.id is None:
+    batch = Batch.of(SCORES, parsed)
+    if not (valid := batch.pending()):
+        return batch.outcomes()
+    stored = {s.pk: s for s in Score.objects.filter(pk__in=[e.parsed.id for e in valid])}
+    new: list[ParsedScore] = []
+    for entry in valid:
+        score = entry.parsed
+        old = stored.get(score.id) if score.id is not None else None
+        if old is None:
+            new.append(score)
+            entry.status = "stored"
             continue
-        if score.id in first:
-            duplicates[i] = first[score.id]
-        else:
-            first[score.id] = i
-    valid = [i for i in first.values()]
-    if valid:
-        stored = {s.pk: s for s in Score.objects.filter(pk__in=[parsed[i].id for i in valid])}
-        new: list[ParsedScore] = []
-        for i in valid:
-            score = parsed[i]
-            old = stored.get(score.id) if score.id is not None else None
-            if old is None:
-                new.append(score)
-                status[i] = "stored"
-                continue
-            old_row = _stored_compare(old, score.compared)
-            diff = _difference(_compare(score), old_row, score.compared)
-            if diff is None and score.shape != "0.13" and not _same_scorable(score, old):
-                diff = "scorable"
-            if diff is None:
-                status[i] = "unchanged"
-            else:
-                errors[i].append(
-                    FieldError(
-                        diff,
-                        f"A score with id {score.id} is already stored with different content "
-                        f"(field {diff!r} differs); stored items are never overwritten.",
-                        code="conflict",
-                    )
-                )
-        if new:
-            store_identifier_uses(s.scorer for s in new if s.scorer is not None)
-            _store_loose_content(s.loose for s in new if s.loose is not None)
-            insert_rows(Score, [_row(s) for s in new])
-    outcomes = [
-        _outcome(s, i, "rejected" if errors[i] else status.get(i, "rejected"), errors[i])
-        for i, s in enumerate(parsed)
-    ]
-    for i, j in duplicates.items():
-        diff = _difference(_compare(parsed[i]), _compare(parsed[j]), parsed[i].compared)
-        if diff is None and _scorable_key(parsed[i]) != _scorable_key(parsed[j]):
+        diff = SCORES.difference(score, _stored_compare(old, score.compared))
+        if diff is None and score.shape != "0.13" and not _same_scorable(score, old):
             diff = "scorable"
-        if diff is not None:
-            outcomes[i] = _outcome(
-                parsed[i],
-                i,
-                "rejected",
-                [
-                    FieldError(
-                        diff,
-                        f"Id {parsed[i].id} appears twice in this batch with different content "
-                        f"(field {diff!r} differs).",
-                        code="conflict",
-                    )
-                ],
-            )
-        else:
-            outcomes[i] = _outcome(
-                parsed[i],
-                i,
-                outcomes[j].status if outcomes[j].status == "rejected" else "unchanged",
-                list(outcomes[j].errors),
-            )
-    return outcomes
+        batch.settle(entry, diff)
+    if new:
+        store_identifier_uses(s.scorer for s in new if s.scorer is not None)
+        _store_loose_content(s.loose for s in new if s.loose is not None)
+        insert_rows(Score, [_row(s) for s in new])
+    return batch.outcomes()
 
 
 @transaction.atomic
-def store_scores(items: Sequence[Mapping[str, Any]]) -> list[ItemOutcome]:
-    """Validate and store Score dicts in any of PyRIT's three shapes, in bulk."""
+def store_scores(items: Sequence[Mapping[str, Any]], *, user: Any = None) -> list[ItemOutcome]:
+    """Validate and store Score dicts in any of PyRIT's three shapes, in bulk.
+
+    `user` is taken as every store service takes it; automated scores keep no author.
+    """
     return store_parsed_scores([parse_score(item, i) for i, item in enumerate(items)])

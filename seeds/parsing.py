@@ -17,7 +17,7 @@ from typing import Any
 
 from redteam.core.enums import CHAT_MESSAGE_ROLES, PROMPT_DATA_TYPES, SEED_TYPES
 from redteam.core.outcomes import FieldError
-from redteam.core.roundtrip import seed_compared
+from redteam.core.roundtrip import SEED_FIELDS_NOT_PERSISTED, seed_compared
 from seeds import rules
 from seeds.models import Seed
 from seeds.yaml_loader import SEED_KEYS, simulated_value
@@ -54,6 +54,13 @@ COMPARED_FIELDS = (
     "simulated_target_system_prompt_path",
     "next_message_system_prompt_path",
     "pyrit_version",
+)
+
+
+# The keys of `comparable`: what an item and a stored seed with its id are compared on.
+COMPARED: tuple[str, ...] = (
+    *(name for name in COMPARED_FIELDS if name not in SEED_FIELDS_NOT_PERSISTED),
+    "prompt_group_id",
 )
 
 

@@ -18,14 +18,14 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from redteam.common.models import MediaBlob
-from redteam.common.typing import User
+from redteam.core.batch import Batch, Entry, Replay
 from redteam.core.enums import MEDIA_PATH_DATA_TYPES
 from redteam.core.outcomes import FieldError, ItemOutcome
 from seeds import rules
 from seeds.bulk import create_with_history, update_quietly, update_with_history
 from seeds.importing import export_dataset, export_seeds, import_dataset
 from seeds.models import Seed, SeedDataset, SeedGroup
-from seeds.parsing import ParsedSeed, comparable, parse_item
+from seeds.parsing import COMPARED, ParsedSeed, comparable, parse_item
 
 __all__ = [
     "SeedRulesError",
@@ -59,86 +59,75 @@ class SeedRulesError(ValueError):
 # -- API ingestion ---------------------------------------------------------------------------
 
 
+def _seed_conflict(item_id: str | None, field: str | None) -> FieldError:
+    return FieldError("id", f"Seed {item_id} is already stored with different content.", "conflict")
+
+
+def _no_canon(value: Any) -> Any:
+    # JSON columns may come back with ints for floats (or the reverse); 1 == 1.0 is fine here.
+    return value
+
+
+SEEDS: Replay[ParsedSeed] = Replay(
+    kind=KIND,
+    key=lambda p: p.seed.id,
+    label=lambda p: str(p.seed.id),
+    values=ParsedSeed.comparable,
+    fields=lambda p: COMPARED,
+    conflict=_seed_conflict,
+    canon=_no_canon,
+    repeat_conflict=_seed_conflict,
+)
+
+
 @transaction.atomic
 def store_seeds(
     items: Sequence[Mapping[str, Any]], *, user: User | None = None
 ) -> list[ItemOutcome]:
     """Store PyRIT seed dicts; idempotent by id, conflict on same id + different content.
 
-    Queries are constant in the batch size: look up ids, datasets, groups, the groups' other
-    seeds and media blobs once each, then bulk-insert datasets, groups and seeds (each with
-    its history rows) and bulk-update the groups and positions the new seeds changed.
+    Replays are told from conflicts by redteam.core.batch, as for every kind. Queries are
+    constant in the batch size: look up ids, datasets, groups, the groups' other seeds and
+    media blobs once each, then bulk-insert datasets, groups and seeds (each with its history
+    rows, written by `user`) and bulk-update the groups and positions the new seeds changed.
     """
-    outcomes: list[ItemOutcome | None] = [None] * len(items)
-    parsed: list[ParsedSeed] = []
+    batch = Batch(SEEDS)
     for index, item in enumerate(items):
         result = parse_item(index, item)
         if isinstance(result, ParsedSeed):
-            parsed.append(result)
+            batch.add(result, index)
         else:
             raw_id = item.get("id") if isinstance(item, Mapping) else None
-            outcomes[index] = ItemOutcome(KIND, index, _id_text(raw_id), "rejected", result)
+            batch.reject(index, _id_text(raw_id), result)
 
     existing = {
         s.id: s
-        for s in Seed.objects.select_related("group").filter(id__in=[p.seed.id for p in parsed])
+        for s in Seed.objects.select_related("group").filter(
+            id__in=[e.parsed.seed.id for e in batch.entries]
+        )
     }
-    fresh: list[ParsedSeed] = []
-    seen: dict[uuid.UUID, ParsedSeed] = {}
-    for p in parsed:
-        stored = existing.get(p.seed.id)
-        earlier = seen.get(p.seed.id)
-        if stored is not None or earlier is not None:
-            before = (
-                comparable(stored, stored.group.prompt_group_id if stored.group else None)
-                if stored is not None
-                else earlier.comparable()  # type: ignore[union-attr]
-            )
-            if _same(before, p.comparable()):
-                outcomes[p.index] = ItemOutcome(KIND, p.index, str(p.seed.id), "unchanged")
-            else:
-                outcomes[p.index] = ItemOutcome(
-                    KIND,
-                    p.index,
-                    str(p.seed.id),
-                    "rejected",
-                    [
-                        FieldError(
-                            "id",
-                            f"Seed {p.seed.id} is already stored with different content.",
-                            "conflict",
-                        )
-                    ],
-                )
-            continue
-        seen[p.seed.id] = p
-        fresh.append(p)
-
-    _place_and_insert(fresh, outcomes, user=user)
-    return [o for o in outcomes if o is not None]
+    fresh: list[Entry[ParsedSeed]] = []
+    for entry in batch.pending():
+        stored = existing.get(entry.parsed.seed.id)
+        if stored is None:
+            fresh.append(entry)
+        else:
+            group_id = stored.group.prompt_group_id if stored.group else None
+            batch.compare(entry, comparable(stored, group_id))
+    _place_and_insert(fresh, user=user)
+    return batch.outcomes()
 
 
 def _id_text(raw: Any) -> str | None:
     return str(raw)[:64] if isinstance(raw, str | uuid.UUID) else None
 
 
-def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    return all(_equal(a[k], b[k]) for k in a)
-
-
-def _equal(a: Any, b: Any) -> bool:
-    # JSON columns may come back with ints for floats (or the reverse); 1 == 1.0 is fine here.
-    return bool(a == b)
-
-
-def _place_and_insert(
-    fresh: list[ParsedSeed], outcomes: list[ItemOutcome | None], *, user: User | None
-) -> None:
+def _place_and_insert(fresh: list[Entry[ParsedSeed]], *, user: Any) -> None:
     """Resolve datasets and groups for new seeds, check group rules, insert in bulk."""
     if not fresh:
         return
-    datasets = _datasets_by_name({p.seed.dataset_name for p in fresh}, user=user)
-    group_ids = {p.prompt_group_id for p in fresh}
+    datasets = _datasets_by_name({e.parsed.seed.dataset_name for e in fresh}, user=user)
+    group_ids = {e.parsed.prompt_group_id for e in fresh}
     groups = {g.prompt_group_id: g for g in SeedGroup.objects.filter(prompt_group_id__in=group_ids)}
     members: dict[uuid.UUID, list[Seed]] = defaultdict(list)
     if groups:
@@ -146,33 +135,29 @@ def _place_and_insert(
         for s in Seed.objects.filter(group_id__in=list(by_pk)).order_by("position", "id"):
             if s.group_id is not None:
                 members[by_pk[s.group_id]].append(s)
-    blobs = _blobs_for(p.seed for p in fresh)
+    blobs = _blobs_for(e.parsed.seed for e in fresh)
 
-    by_group: dict[uuid.UUID, list[ParsedSeed]] = defaultdict(list)
-    for p in fresh:
-        by_group[p.prompt_group_id].append(p)
+    by_group: dict[uuid.UUID, list[Entry[ParsedSeed]]] = defaultdict(list)
+    for e in fresh:
+        by_group[e.parsed.prompt_group_id].append(e)
 
     new_groups: list[SeedGroup] = []
     changed_groups: list[SeedGroup] = []
     moved: list[Seed] = []
-    accepted: list[ParsedSeed] = []
+    accepted: list[Entry[ParsedSeed]] = []
     for group_id, new in by_group.items():
         old = members.get(group_id, [])
-        candidates = [*old, *(p.seed for p in new)]
+        candidates = [*old, *(e.parsed.seed for e in new)]
         problems = rules.group_errors(candidates)
         if problems:
-            for p in new:
-                outcomes[p.index] = ItemOutcome(
-                    KIND,
-                    p.index,
-                    str(p.seed.id),
-                    "rejected",
-                    [FieldError(e.field, f"Group {group_id}: {e.message}") for e in problems],
+            for e in new:
+                e.errors.extend(
+                    FieldError(p.field, f"Group {group_id}: {p.message}") for p in problems
                 )
             continue
         group = groups.get(group_id)
         if group is None:
-            first = new[0].seed
+            first = new[0].parsed.seed
             group = SeedGroup(
                 prompt_group_id=group_id,
                 dataset=datasets.get(first.dataset_name),
@@ -190,22 +175,23 @@ def _place_and_insert(
             group.content_sha256 = content
             if group.pk is not None:
                 changed_groups.append(group)
-        for p in new:
-            p.seed.group = group
-            p.seed.dataset = datasets.get(p.seed.dataset_name)
-            blob = blobs.get(p.seed.value_sha256 or "")
-            if blob is not None and rules.is_media(p.seed.data_type):
-                p.seed.media = blob
-            accepted.append(p)
+        for e in new:
+            seed = e.parsed.seed
+            seed.group = group
+            seed.dataset = datasets.get(seed.dataset_name)
+            blob = blobs.get(seed.value_sha256 or "")
+            if blob is not None and rules.is_media(seed.data_type):
+                seed.media = blob
+            accepted.append(e)
 
     create_with_history(SeedGroup, new_groups, user=user)
-    for p in accepted:
-        p.seed.group_id = p.seed.group.pk  # type: ignore[union-attr]
-    create_with_history(Seed, [p.seed for p in accepted], user=user)
+    for e in accepted:
+        e.parsed.seed.group_id = e.parsed.seed.group.pk  # type: ignore[union-attr]
+    create_with_history(Seed, [e.parsed.seed for e in accepted], user=user)
     update_quietly(SeedGroup, changed_groups, ["content_sha256"])
     update_quietly(Seed, moved, ["position"])
-    for p in accepted:
-        outcomes[p.index] = ItemOutcome(KIND, p.index, str(p.seed.id), "stored")
+    for e in accepted:
+        e.status = "stored"
 
 
 def _datasets_by_name(
