@@ -1,22 +1,21 @@
-"""Batch ingestion: route each list of a payload to its service, in dependency order.
+"""Batch ingestion: the one entry point every ingestion path calls, once per batch.
 
-The services (memory, scoring, seeds) validate and store their own kind and return one
-ItemOutcome per item. This module checks the payload's top-level shape, runs the per-item JSON
-guard (redteam.core.jsonguard) on every item, as `import_pyrit_memory` does through the same
-`store_items`, hands each list to its service inside ONE transaction (so a crash anywhere
-leaves nothing half-written), and folds the outcomes into the API's answer. With
-`atomic=True` the transaction is rolled back as soon as any item is rejected, so a batch is
-stored whole or not at all.
+The API (redteam.site.api), `import_pyrit_memory` (redteam.site.pyrit_sqlite) and `load_demo`
+hand each batch to `ingest_batch`, so they store the same rows and answer the same outcomes.
+It checks the payload's top-level shape, runs the per-item JSON guard
+(redteam.core.jsonguard) once on every item, hands each list to its service (memory, seeds;
+all with one signature, `StoreService`, taking the sender explicitly) in dependency order
+inside ONE transaction (so a crash anywhere leaves nothing half-written), and folds the
+outcomes into the API's answer. With `atomic=True` the transaction is rolled back as soon as
+any item is rejected, so a batch is stored whole or not at all.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
-from collections.abc import Callable, Mapping
-from contextvars import ContextVar
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import transaction
@@ -35,15 +34,22 @@ from seeds.services import store_seeds
 
 logger = logging.getLogger(__name__)
 
-# store(items) or store(items, user=...): one ItemOutcome per item, in order.
-StoreFn = Callable[..., list[ItemOutcome]]
+
+class StoreService(Protocol):
+    """A kind's store service: validate and store the items, one ItemOutcome per item, in
+    order. `user` is who sent the batch (services that keep a history trail record it)."""
+
+    def __call__(
+        self, items: Sequence[Mapping[str, Any]], *, user: Any = None
+    ) -> list[ItemOutcome]: ...
+
 
 # Payload key -> service, in the order they must run: conversations before the pieces that
 # belong to them, pieces before the scores and attack results that point at them, scenario
 # results last (they embed attack results; results sent on their own name their scenario by
 # attribution_parent_id, which may dangle as PyRIT's ON DELETE SET NULL key allows). Seeds
 # depend on nothing.
-INGEST_SERVICES: dict[str, StoreFn] = {
+INGEST_SERVICES: dict[str, StoreService] = {
     "conversations": store_conversations,
     "message_pieces": store_message_pieces,
     "scores": store_scores,
@@ -158,10 +164,6 @@ class _RollBack(Exception):
     """Raised inside the atomic block to undo an atomic batch with rejected items."""
 
 
-# Who sent the batch, for services that keep a history trail (set by ingest_batch).
-_batch_user: ContextVar[User | None] = ContextVar("redteam_ingest_user", default=None)
-
-
 def _rejected(kind: str, index: int, item_id: str | None, error: FieldError) -> ItemOutcome:
     return ItemOutcome(kind=kind, index=index, id=item_id, status="rejected", errors=[error])
 
@@ -180,9 +182,10 @@ def guard_error(item: Any, field: str | None = None) -> FieldError | None:
     return FieldError(path, str(problem))
 
 
-def store_items(kind: str, items: list[Any]) -> list[ItemOutcome]:
-    """Guard each item (redteam.core.jsonguard), hand the sound objects to the kind's service, and
-    answer one outcome per item at its index. The one path of the API and the importer."""
+def store_items(kind: str, items: list[Any], *, user: Any = None) -> list[ItemOutcome]:
+    """One list of a batch: guard each item once (redteam.core.jsonguard), hand the sound
+    objects to the kind's service with the sender, and answer one outcome per item at its
+    index. Called by ingest_batch, inside its transaction."""
     if kind not in INGEST_SERVICES:
         raise ValueError(f"Unknown ingest kind {kind!r}.")
     outcomes: list[ItemOutcome | None] = [None] * len(items)
@@ -201,12 +204,10 @@ def store_items(kind: str, items: list[Any]) -> list[ItemOutcome]:
         positions.append(index)
     if objects:
         store = INGEST_SERVICES[kind]
-        # Services that keep a history trail (seeds) take the author: the API key's user.
-        takes_user = "user" in inspect.signature(store).parameters
-        results = store(objects, user=_batch_user.get()) if takes_user else store(objects)
+        results = store(objects, user=user)
         if len(results) != len(objects):  # a broken service must not misreport silently
             raise RuntimeError(
-                f"{store.__qualname__} returned {len(results)} outcomes for {len(objects)} items"
+                f"The {kind} service returned {len(results)} outcomes for {len(objects)} items"
             )
         for position, result in zip(positions, results, strict=True):
             result.kind = kind
@@ -220,24 +221,23 @@ def store_items(kind: str, items: list[Any]) -> list[ItemOutcome]:
 def ingest_batch(payload: Any, *, atomic: bool = False, user: User | None = None) -> IngestReport:
     """Validate the payload's shape and store every list through its service, in one transaction.
 
-    Raises PayloadError for a wrong top-level shape. Per-item problems come back as rejected
-    ItemOutcomes. Any unexpected exception rolls back the whole batch and propagates.
+    `user` is who sent it (the API's authenticated user; None for the commands), handed to
+    every service. Raises PayloadError for a wrong top-level shape. Per-item problems come
+    back as rejected ItemOutcomes. Any unexpected exception rolls back the whole batch and
+    propagates.
     """
     lists = validate_payload(payload)
     outcomes: list[ItemOutcome] = []
     rolled_back = False
-    token = _batch_user.set(user)
     try:
         with transaction.atomic():
             for kind in INGEST_KINDS:
                 if lists.get(kind):
-                    outcomes.extend(store_items(kind, lists[kind]))
+                    outcomes.extend(store_items(kind, lists[kind], user=user))
             if atomic and any(o.status == "rejected" for o in outcomes):
                 raise _RollBack
     except _RollBack:
         rolled_back = True
-    finally:
-        _batch_user.reset(token)
     report = IngestReport(outcomes=outcomes, atomic=atomic, rolled_back=rolled_back)
     if report.errors:
         logger.info(
