@@ -16,7 +16,6 @@ import struct
 import uuid
 import wave
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -615,10 +614,12 @@ def build_demo_data() -> DemoData:
     return builder.data
 
 
-def iter_demo_kinds(data: DemoData) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """(kind, items) in the order the services need them."""
-    yield "conversations", data.conversations
-    yield "message_pieces", data.pieces
-    yield "scores", data.scores
-    yield "attack_results", data.attack_results
-    yield "scenario_results", data.scenario_results
+def demo_payload(data: DemoData) -> dict[str, list[dict[str, Any]]]:
+    """The synthetic items as one ingest payload (ingest_batch stores them in order)."""
+    return {
+        "conversations": data.conversations,
+        "message_pieces": data.pieces,
+        "scores": data.scores,
+        "attack_results": data.attack_results,
+        "scenario_results": data.scenario_results,
+    }

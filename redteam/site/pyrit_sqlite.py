@@ -3,8 +3,9 @@
 The rows are read by ``redteam.client.PyritMemoryFile`` (standard library, read-only), the
 same reader ``python -m redteam.client push PATH`` uses, which turns them into the dict shapes
 PyRIT itself serializes (1.x ``model_dump`` for a 1.x file, 0.13 ``to_dict`` for a legacy one).
-Each chunk goes through ``redteam.site.ingest.ingest_batch``, as an API request does, so pushing a
-file and importing it store the same rows under the same rules, and a re-run stores nothing new.
+Each chunk goes through ``redteam.site.ingest.ingest_batch``, as an API request does, and the
+tables go in its dependency order (``INGEST_KINDS``), so pushing a file and importing it store
+the same rows under the same rules, and a re-run stores nothing new.
 
 How each table maps (PYRIT-MODEL.md section 8): the reader's ``MEMORY_TABLES`` (Conversations,
 PromptMemoryEntries, ScoreEntries with the ``ScorableContentEntries`` row a loose-content score
@@ -51,7 +52,7 @@ from redteam.client import (
 )
 from redteam.common.models import MediaBlob
 from redteam.core.outcomes import FieldError, ItemOutcome
-from redteam.site.ingest import guard_error, ingest_batch
+from redteam.site.ingest import INGEST_KINDS, guard_error, ingest_batch
 
 __all__ = [
     "ImportProgress",
@@ -350,7 +351,8 @@ def _import_tables(
 ) -> Iterator[ImportProgress]:
     """Every table: registered kinds, identifiers, edge checks, then what is not mapped."""
     tables = memory.tables
-    specs = memory.specs()
+    # The server's dependency order (the reader's is the client's copy of it).
+    specs = sorted(memory.specs(), key=lambda spec: INGEST_KINDS.index(spec.kind))
     for spec in specs:
         yield from _run_kind(memory, spec, report, chunk_size, media, media_from)
     if memory.line == "0.13" and "AttackResultEntries" in tables:

@@ -48,7 +48,7 @@ from memory.shapes import (
     SCORE_KEYS_ENTRY,
 )
 from redteam.client import path_id
-from redteam.site.demo import build_demo_data, iter_demo_kinds
+from redteam.site.demo import build_demo_data, demo_payload
 from scoring.services import record_verdict
 from seeds.api.schema import SEED_CLASSES, SEED_KEYS_013, SEED_KEYS_1X
 from seeds.api.views import export_seed
@@ -191,7 +191,7 @@ def corpus(api: APIClient, fixtures_dir: Path, reviewer: User) -> None:
         "scores": [*loose, *inline],
     }
     assert ingest(api, payload).status_code == 200
-    demo = dict(iter_demo_kinds(build_demo_data()))
+    demo = demo_payload(build_demo_data())
     assert ingest(api, demo).status_code == 200
     assert ingest(api, {"seeds": [SIMULATED_CONVERSATION]}).status_code == 200
     result = AttackResult.objects.filter(last_response__isnull=False).first()

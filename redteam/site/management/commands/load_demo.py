@@ -1,15 +1,16 @@
 """`manage.py load_demo`: demo login, roles, PyRIT fixture rows and synthetic demo memory.
 
-Idempotent: every item goes through the ingestion services, so a second run reports
-everything as unchanged. The PyRIT fixtures are loaded when settings.REDTEAM_FIXTURES exists;
-the synthetic data needs nothing but the standard library.
+Idempotent: every batch goes through redteam.site.ingest.ingest_batch, the entry point of the
+API and of `import_pyrit_memory`, so a second run reports everything as unchanged. The PyRIT
+fixtures are loaded when settings.REDTEAM_FIXTURES exists; the synthetic data needs nothing
+but the standard library.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,40 +24,30 @@ from memory import services
 from redteam.common.media import store_media_bytes
 from redteam.common.roles import REVIEWER_GROUP
 from redteam.core.outcomes import ItemOutcome
-from redteam.site.demo import build_demo_data, iter_demo_kinds
+from redteam.site.demo import build_demo_data, demo_payload
+from redteam.site.ingest import ingest_batch
 from redteam.site.roles import ensure_roles
-
-Store = Callable[[Sequence[Mapping[str, Any]]], list[ItemOutcome]]
 
 DEMO_USERNAME = "demo"
 DEV_PASSWORD = "demo-password"
 
-# (folder, file, kind) in dependency order; .json files hold a list, .jsonl one item a line.
-FIXTURE_FILES = (
-    ("pyrit-1.1", "conversations.jsonl", "conversations"),
-    ("pyrit-1.1", "pieces.jsonl", "message_pieces"),
-    ("pyrit-1.1", "scores.jsonl", "scores"),
-    ("pyrit-1.1", "attack_results.jsonl", "attack_results"),
-    ("pyrit-1.1", "seeds.jsonl", "seeds"),
-    ("pyrit-0.13", "pieces.jsonl", "message_pieces"),
-    ("pyrit-0.13", "scores.jsonl", "scores"),
-    ("pyrit-0.13", "attack_results.jsonl", "attack_results"),
-    ("pyrit-0.13", "seeds.jsonl", "seeds"),
-)
-
-
-def _stores() -> dict[str, Store]:
-    from memory.store_scores import store_scores
-    from seeds.services import store_seeds
-
-    return {
-        "conversations": services.store_conversations,
-        "message_pieces": services.store_message_pieces,
-        "scores": store_scores,
-        "attack_results": services.store_attack_results,
-        "scenario_results": services.store_scenario_results,
-        "seeds": store_seeds,
-    }
+# folder -> file -> kind; .json files hold a list, .jsonl one item a line. Each folder is one
+# ingest batch, which stores its kinds in dependency order.
+FIXTURE_FILES: dict[str, dict[str, str]] = {
+    "pyrit-1.1": {
+        "conversations.jsonl": "conversations",
+        "pieces.jsonl": "message_pieces",
+        "scores.jsonl": "scores",
+        "attack_results.jsonl": "attack_results",
+        "seeds.jsonl": "seeds",
+    },
+    "pyrit-0.13": {
+        "pieces.jsonl": "message_pieces",
+        "scores.jsonl": "scores",
+        "attack_results.jsonl": "attack_results",
+        "seeds.jsonl": "seeds",
+    },
+}
 
 
 def _read(path: Path) -> list[Any]:
@@ -85,11 +76,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         """Roles and user, then fixtures, then synthetic data; prints a summary per file."""
         self._user(options.get("password"), bool(options.get("reset_password")))
-        stores = _stores()
         if not options.get("no_fixtures"):
-            self._fixtures(stores)
+            self._fixtures()
         if not options.get("no_synthetic"):
-            self._synthetic(stores)
+            self._synthetic()
 
     def _user(self, password: str | None, reset: bool) -> None:
         ensure_roles()
@@ -123,15 +113,19 @@ class Command(BaseCommand):
         else:
             self.stdout.write(line)
 
-    def _fixtures(self, stores: Mapping[str, Store]) -> None:
+    def _fixtures(self) -> None:
         root = Path(getattr(settings, "REDTEAM_FIXTURES", "") or "")
         if not root.is_dir():
             self.stdout.write(f"No PyRIT fixtures at {root}; skipping them.")
             return
-        for folder, name, kind in FIXTURE_FILES:
-            path = root / folder / name
-            if path.is_file():
-                self._report(f"{folder}/{name}", stores[kind](_read(path)))
+        for folder, files in FIXTURE_FILES.items():
+            found = {name: kind for name, kind in files.items() if (root / folder / name).is_file()}
+            payload = {kind: _read(root / folder / name) for name, kind in found.items()}
+            if not payload:
+                continue
+            outcomes = _by_kind(ingest_batch(payload).outcomes)
+            for name, kind in found.items():
+                self._report(f"{folder}/{name}", outcomes.get(kind, []))
         media = root / "pyrit-1.1" / "media"
         if media.is_dir():
             for file in sorted(media.iterdir()):
@@ -146,9 +140,19 @@ class Command(BaseCommand):
             linked = services.link_media(blob) + link_seed_media(blob)
         self.stdout.write(f"media {name}: {blob.content_type}, linked to {linked} rows")
 
-    def _synthetic(self, stores: Mapping[str, Store]) -> None:
+    def _synthetic(self) -> None:
         data = build_demo_data()
-        for name, payload in data.media.items():
-            self._media(name, payload)
-        for kind, items in iter_demo_kinds(data):
-            self._report(f"demo {kind}", stores[kind](items))
+        for name, media in data.media.items():
+            self._media(name, media)
+        payload = demo_payload(data)
+        outcomes = _by_kind(ingest_batch(payload).outcomes)
+        for kind in payload:
+            self._report(f"demo {kind}", outcomes.get(kind, []))
+
+
+def _by_kind(outcomes: Sequence[ItemOutcome]) -> dict[str, list[ItemOutcome]]:
+    """A batch's outcomes, list by list."""
+    lists: dict[str, list[ItemOutcome]] = {}
+    for outcome in outcomes:
+        lists.setdefault(outcome.kind, []).append(outcome)
+    return lists
