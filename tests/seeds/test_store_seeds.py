@@ -123,6 +123,18 @@ def test_a_batch_that_breaks_a_groups_rules_is_rejected_for_that_group() -> None
     assert "only one objective" in outcomes[0].errors[0].message
 
 
+def test_a_repeat_of_a_seed_its_group_rejects_is_rejected_with_it() -> None:
+    group = str(uuid.uuid4())
+    items = [
+        pyrit_seed_dict(value="goal one", seed_type="objective", role=None, prompt_group_id=group),
+        pyrit_seed_dict(value="goal two", seed_type="objective", role=None, prompt_group_id=group),
+    ]
+    outcomes = store_seeds([*items, copy.deepcopy(items[0])])
+    assert [o.status for o in outcomes] == ["rejected", "rejected", "rejected"]
+    assert outcomes[2].errors == outcomes[0].errors
+    assert not Seed.objects.exists()
+
+
 def test_a_later_batch_is_checked_against_the_stored_part_of_the_group() -> None:
     group = str(uuid.uuid4())
     store_seeds([pyrit_seed_dict(value="hi", role="user", prompt_group_id=group)])
