@@ -163,7 +163,7 @@ class Replay(Generic[P]):
 # --- one item, one batch -------------------------------------------------------------------
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Entry(Generic[P]):
     """One item of a batch: its parse, its problems (a copy, the parse is left as it was),
     the id it is reported under, and what happened to it."""
@@ -241,18 +241,16 @@ class Batch(Generic[P]):
     def outcomes(self) -> list[ItemOutcome]:
         """One outcome per item, in index order; repeats follow their first item."""
         kind = self.replay.kind
-        answers: dict[Entry[P], ItemOutcome] = {}
         out: list[ItemOutcome] = []
         for entry in self.entries:
             first = entry.first
             if first is None:
-                answers[entry] = answer = entry.outcome(kind)
+                answer = entry.outcome(kind)
             elif (diff := self.replay.repeat_difference(entry.parsed, first.parsed)) is not None:
                 error = self.replay.repeat_conflict(entry.id, diff)
                 answer = ItemOutcome(kind, entry.index, entry.id, "rejected", [error])
-            elif answers[first].status == "rejected":
-                errors = list(answers[first].errors)
-                answer = ItemOutcome(kind, entry.index, entry.id, "rejected", errors)
+            elif first.outcome(kind).status == "rejected":
+                answer = ItemOutcome(kind, entry.index, entry.id, "rejected", list(first.errors))
             else:
                 answer = ItemOutcome(kind, entry.index, entry.id, "unchanged")
             out.append(answer)
