@@ -36,9 +36,12 @@ __all__ = [
     "Batch",
     "Entry",
     "EntryStatus",
+    "Parsed",
     "Replay",
     "canonical",
     "first_difference",
+    "repeat_conflict",
+    "stored_conflict",
 ]
 
 # "new": decided as not stored yet, waiting for the insert that makes it "stored".
