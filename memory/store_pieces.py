@@ -24,6 +24,7 @@ from memory.store_common import (
 )
 from memory.store_scores import store_parsed_scores
 from redteam.common.models import MediaBlob
+from redteam.common.typing import User
 from redteam.core.batch import Batch, Entry
 from redteam.core.enums import MEDIA_PATH_DATA_TYPES
 from redteam.core.outcomes import FieldError, ItemOutcome
@@ -359,7 +360,7 @@ def _store_nested_scores(candidates: Sequence[Entry[ParsedPiece]]) -> None:
 
 @transaction.atomic
 def store_message_pieces(
-    items: Sequence[Mapping[str, Any]], *, user: Any = None
+    items: Sequence[Mapping[str, Any]], *, user: User | None = None
 ) -> list[ItemOutcome]:
     """Validate and store MessagePiece dicts (0.13 to_dict or 1.x model_dump), in bulk.
 
@@ -384,14 +385,14 @@ CONVERSATIONS = row_replay(
     KIND_CONVERSATIONS,
     "conversation",
     _conversation_compare,
-    lambda conv: ("target_identifier", "retries"),
+    lambda _: ("target_identifier", "retries"),
     key="conversation_id",
 )
 
 
 @transaction.atomic
 def store_conversations(
-    items: Sequence[Mapping[str, Any]], *, user: Any = None
+    items: Sequence[Mapping[str, Any]], *, user: User | None = None
 ) -> list[ItemOutcome]:
     """Validate and store 1.x Conversation dicts (target identifier and retries).
 

@@ -23,6 +23,7 @@ from memory.store_common import (
 )
 from memory.store_pieces import store_pieces
 from memory.store_scores import store_parsed_scores
+from redteam.common.typing import User
 from redteam.core.batch import Batch, Entry
 from redteam.core.outcomes import ItemOutcome
 from redteam.core.roundtrip import identifier_compared, related_compared, traceback_compared
@@ -123,7 +124,7 @@ def _embedded(valid: Sequence[Entry[ParsedAttackResult]]) -> None:
 
 @transaction.atomic
 def store_attack_results(
-    items: Sequence[Mapping[str, Any]], *, user: Any = None
+    items: Sequence[Mapping[str, Any]], *, user: User | None = None
 ) -> list[ItemOutcome]:
     """Validate and store AttackResult dicts, their related conversations and embedded items.
 

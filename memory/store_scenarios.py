@@ -28,6 +28,7 @@ from memory.models import ScenarioResult
 from memory.parsing_scenarios import ParsedScenarioResult, parse_scenario_result
 from memory.store_common import prefixed, row_replay
 from memory.store_results import store_parsed_attack_results
+from redteam.common.typing import User
 from redteam.core.batch import Batch, Entry
 from redteam.core.outcomes import ItemOutcome
 from redteam.core.roundtrip import identifier_compared
@@ -85,7 +86,7 @@ def _stored_compare(obj: ScenarioResult) -> dict[str, Any]:
 
 
 SCENARIOS = row_replay(
-    KIND_SCENARIO_RESULTS, "scenario result", _compare, lambda scenario: SCENARIO_COMPARE
+    KIND_SCENARIO_RESULTS, "scenario result", _compare, lambda _: SCENARIO_COMPARE
 )
 
 
@@ -122,7 +123,7 @@ def _store_embedded(valid: Sequence[Entry[ParsedScenarioResult]]) -> None:
 
 @transaction.atomic
 def store_scenario_results(
-    items: Sequence[Mapping[str, Any]], *, user: Any = None
+    items: Sequence[Mapping[str, Any]], *, user: User | None = None
 ) -> list[ItemOutcome]:
     """Validate and store ScenarioResult dicts and the attack results they embed.
 

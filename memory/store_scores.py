@@ -26,6 +26,7 @@ from memory.models import (
 )
 from memory.parsing_pieces import ParsedScore, parse_score
 from memory.store_common import row_replay
+from redteam.common.typing import User
 from redteam.core.batch import Batch, canonical, first_difference
 from redteam.core.outcomes import ItemOutcome
 from redteam.core.roundtrip import identifier_compared
@@ -152,7 +153,9 @@ def store_parsed_scores(parsed: Sequence[ParsedScore]) -> list[ItemOutcome]:
 
 
 @transaction.atomic
-def store_scores(items: Sequence[Mapping[str, Any]], *, user: Any = None) -> list[ItemOutcome]:
+def store_scores(
+    items: Sequence[Mapping[str, Any]], *, user: User | None = None
+) -> list[ItemOutcome]:
     """Validate and store Score dicts in any of PyRIT's three shapes, in bulk.
 
     `user` is taken as every store service takes it; automated scores keep no author.

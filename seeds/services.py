@@ -18,6 +18,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from redteam.common.models import MediaBlob
+from redteam.common.typing import User
 from redteam.core.batch import Batch, Entry, Replay
 from redteam.core.enums import MEDIA_PATH_DATA_TYPES
 from redteam.core.outcomes import FieldError, ItemOutcome
@@ -59,7 +60,7 @@ class SeedRulesError(ValueError):
 # -- API ingestion ---------------------------------------------------------------------------
 
 
-def _seed_conflict(item_id: str | None, field: str | None) -> FieldError:
+def _seed_conflict(item_id: str | None, _field: str | None) -> FieldError:
     return FieldError("id", f"Seed {item_id} is already stored with different content.", "conflict")
 
 
@@ -73,7 +74,7 @@ SEEDS: Replay[ParsedSeed] = Replay(
     key=lambda p: p.seed.id,
     label=lambda p: str(p.seed.id),
     values=ParsedSeed.comparable,
-    fields=lambda p: COMPARED,
+    fields=lambda _: COMPARED,
     conflict=_seed_conflict,
     canon=_no_canon,
     repeat_conflict=_seed_conflict,
@@ -122,7 +123,7 @@ def _id_text(raw: Any) -> str | None:
     return str(raw)[:64] if isinstance(raw, str | uuid.UUID) else None
 
 
-def _place_and_insert(fresh: list[Entry[ParsedSeed]], *, user: Any) -> None:
+def _place_and_insert(fresh: list[Entry[ParsedSeed]], *, user: User | None) -> None:
     """Resolve datasets and groups for new seeds, check group rules, insert in bulk."""
     if not fresh:
         return

@@ -40,7 +40,7 @@ class StoreService(Protocol):
     order. `user` is who sent the batch (services that keep a history trail record it)."""
 
     def __call__(
-        self, items: Sequence[Mapping[str, Any]], *, user: Any = None
+        self, items: Sequence[Mapping[str, Any]], *, user: User | None = None
     ) -> list[ItemOutcome]: ...
 
 
@@ -182,7 +182,7 @@ def guard_error(item: Any, field: str | None = None) -> FieldError | None:
     return FieldError(path, str(problem))
 
 
-def store_items(kind: str, items: list[Any], *, user: Any = None) -> list[ItemOutcome]:
+def store_items(kind: str, items: list[Any], *, user: User | None = None) -> list[ItemOutcome]:
     """One list of a batch: guard each item once (redteam.core.jsonguard), hand the sound
     objects to the kind's service with the sender, and answer one outcome per item at its
     index. Called by ingest_batch, inside its transaction."""

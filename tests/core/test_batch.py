@@ -23,7 +23,7 @@ ITEMS: Replay[Item] = Replay(
     key=lambda item: item.id,
     label=lambda item: item.id,
     values=lambda item: {"value": item.value},
-    fields=lambda item: ("value",),
+    fields=lambda _: ("value",),
     conflict=stored_conflict("thing"),
 )
 
@@ -126,7 +126,7 @@ def test_a_kind_may_compare_repeats_its_own_way() -> None:
         key=lambda item: item.id,
         label=lambda item: item.id,
         values=lambda item: {"value": item.value},
-        fields=lambda item: ("value",),
+        fields=lambda _: ("value",),
         conflict=stored_conflict("thing"),
         repeat=lambda item, first: None if item.value == first.value else "whole",
         repeat_conflict=lambda item_id, field: FieldError("id", f"{item_id} twice ({field})"),
