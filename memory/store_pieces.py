@@ -351,7 +351,7 @@ def _store_nested_scores(candidates: Sequence[Entry[ParsedPiece]]) -> None:
             for k, score in enumerate(entry.parsed.scores):
                 owners.append((entry, k))
                 scores.append(score)
-    outcomes = store_parsed_scores(scores) if scores else []
+    outcomes = store_parsed_scores(scores)
     for (entry, k), outcome in zip(owners, outcomes, strict=True):
         if outcome.status == "rejected":
             entry.status = None

@@ -106,18 +106,15 @@ def _is_newer(candidate: Any, current: Any, current_exists: bool) -> bool:
 
 def _embedded(valid: Sequence[Entry[ParsedAttackResult]]) -> None:
     """Store each result's last_response piece and last_score; a rejection rejects the result."""
-    with_piece = [e for e in valid if e.parsed.last_response is not None]
+    with_piece = [(e, p) for e in valid if (p := e.parsed.last_response) is not None]
     if with_piece:
-        pieces = [e.parsed.last_response for e in with_piece]
-        outcomes = store_pieces([p for p in pieces if p is not None], prefix="last_response.")
-        for entry, outcome in zip(with_piece, outcomes, strict=True):
+        outcomes = store_pieces([p for _, p in with_piece], prefix="last_response.")
+        for (entry, _), outcome in zip(with_piece, outcomes, strict=True):
             if outcome.status == "rejected":
                 entry.errors.extend(prefixed(outcome.errors, "last_response."))
-    with_score = [e for e in valid if e.parsed.last_score is not None and not e.errors]
-    scores = [e.parsed.last_score for e in with_score]
-    embedded = [s for s in scores if s is not None]
-    outcomes = store_parsed_scores(embedded) if embedded else []
-    for entry, outcome in zip(with_score, outcomes, strict=True):
+    with_score = [(e, s) for e in valid if (s := e.parsed.last_score) is not None and not e.errors]
+    scored = store_parsed_scores([s for _, s in with_score])
+    for (entry, _), outcome in zip(with_score, scored, strict=True):
         if outcome.status == "rejected":
             entry.errors.extend(prefixed(outcome.errors, "last_score."))
 
