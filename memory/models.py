@@ -14,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Exists, OuterRef, Q
 
 from redteam.common.choices import (
     CONVERSATION_TYPE_CHOICES,
@@ -27,7 +28,8 @@ from redteam.common.choices import (
     SCORE_TYPE_CHOICES,
 )
 from redteam.common.fields import ExactCharField, ExactForeignKey, ExactJSONField, ExactTextField
-from redteam.common.models import MediaBlob
+from redteam.common.access import Scope, ScopedQuerySet
+from redteam.common.models import MediaBlob, Operation
 from redteam.core.digests import SHA256_ANCHORED
 from redteam.core.enums import (
     ATTACK_OUTCOMES,
@@ -44,6 +46,20 @@ from redteam.core.textview import MAX_METADATA_CHARS, visible_json
 
 def _in(field: str, values: tuple[str, ...]) -> models.Q:
     return models.Q(**{f"{field}__in": list(values)})
+
+
+class IdentifierQuerySet(ScopedQuerySet["ComponentIdentifier"]):
+    """Identifiers are shared rows: one is visible where some operation of the scope used it."""
+
+    def scope_filter(self, scope: Scope) -> Q:
+        """Used (as a root or any node of a tree) by a row of the scope's operations."""
+        return Q(
+            Exists(
+                IdentifierOperation.objects.filter(
+                    identifier_id=OuterRef("pk"), operation_id__in=sorted(scope.roles)
+                )
+            )
+        )
 
 
 class ComponentIdentifier(models.Model):
@@ -69,6 +85,8 @@ class ComponentIdentifier(models.Model):
     hash_is_stored = models.BooleanField(default=False)
     first_seen_at = models.DateTimeField(auto_now_add=True)
 
+    objects = IdentifierQuerySet.as_manager()
+
     class Meta:
         constraints = [
             models.CheckConstraint(
@@ -79,6 +97,29 @@ class ComponentIdentifier(models.Model):
 
     def __str__(self) -> str:
         return f"{self.class_name}::{self.hash[:8]}"
+
+
+class IdentifierOperation(models.Model):
+    """An operation in which an identifier (a tree root or any node below one) was used.
+
+    Written at ingestion beside every identifier use, so identifier pages answer "may this
+    caller see it" with one index lookup instead of searching every table that uses them.
+    """
+
+    identifier = models.ForeignKey(
+        ComponentIdentifier, on_delete=models.CASCADE, related_name="operation_uses"
+    )
+    operation = models.ForeignKey(Operation, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["identifier", "operation"], name="identifier_operation_once"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.identifier_id[:8]} in operation {self.operation_id}"
 
 
 class IdentifierDump(models.Model):
@@ -146,6 +187,14 @@ class Conversation(models.Model):
     """
 
     conversation_id = ExactCharField(max_length=255, primary_key=True)
+    # The engagement it belongs to: named by its pieces' `operation` label (0.13), claimed by
+    # an attack result's label (1.x), else the sender's default operation until claimed.
+    operation = models.ForeignKey(
+        Operation, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # True once a label named the operation; an unclaimed conversation may still be claimed
+    # by a labelled attack result that names it.
+    operation_claimed = models.BooleanField(default=False)
     target_identifier = _identifier_use()
     target_dump = models.ForeignKey(
         IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -172,9 +221,16 @@ class Conversation(models.Model):
     preview = ExactCharField(max_length=300, blank=True, default="")
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = ScopedQuerySet["Conversation"].as_manager()
+    scope_path = "operation"
+
     class Meta:
         indexes = [
             models.Index(fields=["-last_timestamp", "-conversation_id"], name="conv_recent_idx"),
+            models.Index(
+                fields=["operation", "-last_timestamp", "-conversation_id"],
+                name="conv_op_recent_idx",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -229,6 +285,9 @@ class MessagePiece(models.Model):
     source_shape = ExactCharField(max_length=8, default="1.x")
     ingested_at = models.DateTimeField(auto_now_add=True)
 
+    objects = ScopedQuerySet["MessagePiece"].as_manager()
+    scope_path = "conversation__operation"
+
     class Meta:
         constraints = [
             models.CheckConstraint(
@@ -272,6 +331,9 @@ class PieceConverter(models.Model):
     )
     dump = models.ForeignKey(IdentifierDump, on_delete=models.PROTECT, related_name="+")
 
+    objects = ScopedQuerySet["PieceConverter"].as_manager()
+    scope_path = "piece__conversation__operation"
+
     class Meta:
         ordering = ["piece", "position"]
         constraints = [
@@ -286,6 +348,10 @@ class AttackResult(models.Model):
     """PyRIT's AttackResult; related conversations (all types, descriptions kept) hang off it."""
 
     attack_result_id = models.UUIDField(primary_key=True)
+    # Its `operation` label's operation, else its conversation's (see Conversation.operation).
+    operation = models.ForeignKey(
+        Operation, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     conversation = ExactForeignKey(
         Conversation,
         on_delete=models.PROTECT,
@@ -334,6 +400,9 @@ class AttackResult(models.Model):
     source_shape = ExactCharField(max_length=8, default="1.x")
     ingested_at = models.DateTimeField(auto_now_add=True)
 
+    objects = ScopedQuerySet["AttackResult"].as_manager()
+    scope_path = "operation"
+
     class Meta:
         constraints = [
             models.CheckConstraint(
@@ -341,6 +410,10 @@ class AttackResult(models.Model):
             ),
         ]
         indexes = [
+            models.Index(
+                fields=["operation", "-ingested_at", "-attack_result_id"],
+                name="result_op_ingested_idx",
+            ),
             models.Index(fields=["-timestamp", "-attack_result_id"], name="result_recent_idx"),
             models.Index(fields=["outcome", "attack_class"], name="result_outcome_attack_idx"),
             # Keyset pagination of review lists and the dashboard's "since the snapshot" delta.
@@ -375,6 +448,9 @@ class ConversationReference(models.Model):
     conversation_type = ExactCharField(max_length=16, choices=CONVERSATION_TYPE_CHOICES)
     description = ExactTextField(null=True, blank=True)
 
+    objects = ScopedQuerySet["ConversationReference"].as_manager()
+    scope_path = "attack_result__operation"
+
     class Meta:
         constraints = [
             # PyRIT's ConversationReference equality is by conversation_id only.
@@ -402,6 +478,10 @@ class ScenarioResult(models.Model):
     """
 
     id = models.UUIDField(primary_key=True)
+    # Its `operation` label's operation, else the sender's default operation.
+    operation = models.ForeignKey(
+        Operation, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     scenario_identifier = _identifier_use()
     scenario_dump = models.ForeignKey(
         IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -444,6 +524,9 @@ class ScenarioResult(models.Model):
     source_shape = ExactCharField(max_length=8, default="1.x")
     ingested_at = models.DateTimeField(auto_now_add=True)
 
+    objects = ScopedQuerySet["ScenarioResult"].as_manager()
+    scope_path = "operation"
+
     class Meta:
         constraints = [
             models.CheckConstraint(
@@ -472,6 +555,20 @@ class ScoreSource(models.TextChoices):
     HUMAN = "human", "human"
 
 
+class ScorableContentQuerySet(ScopedQuerySet["ScorableContent"]):
+    """Loose content is stored once for every operation: visible through a visible score."""
+
+    def scope_filter(self, scope: Scope) -> Q:
+        """Scored by a score of the scope's operations."""
+        return Q(
+            Exists(
+                Score.objects.filter(
+                    loose_content_id=OuterRef("pk"), operation_id__in=sorted(scope.roles)
+                )
+            )
+        )
+
+
 class ScorableContent(models.Model):
     """Loose content a score was taken over (PyRIT 1.1's ScorableContentEntries), stored once.
 
@@ -490,6 +587,8 @@ class ScorableContent(models.Model):
     data_type = ExactCharField(max_length=32, choices=DATA_TYPE_CHOICES)
     first_seen_at = models.DateTimeField(auto_now_add=True)
 
+    objects = ScorableContentQuerySet.as_manager()
+
     class Meta:
         constraints = [
             models.CheckConstraint(
@@ -507,6 +606,11 @@ class Score(models.Model):
     """One PyRIT Score (1.1 fields plus the 0.13 `task` column)."""
 
     id = models.UUIDField(primary_key=True)
+    # The operation of the piece or attack result it judges (when stored first), else the
+    # sender's default operation; loose-content scores take the sender's.
+    operation = models.ForeignKey(
+        Operation, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     score_value = ExactTextField(null=True, blank=True)
     status = ExactCharField(max_length=16, choices=SCORE_STATUS_CHOICES, default="complete")
     score_value_description = ExactTextField(null=True, blank=True)
@@ -560,8 +664,10 @@ class Score(models.Model):
     verdict_submission = models.UUIDField(null=True, blank=True, editable=False)
     ingested_at = models.DateTimeField(auto_now_add=True)
 
+    objects = ScopedQuerySet["Score"].as_manager()
+    scope_path = "operation"
+
     class Meta:
-        permissions = [("record_verdict", "Can record human verdicts")]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(score_type__in=list(SCORE_TYPES)), name="score_type_valid"

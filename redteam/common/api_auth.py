@@ -3,8 +3,9 @@
 Policy (documented in the README and the OpenAPI description):
 - An API key acts as its user and may do exactly what its scopes say: `ingest` (POST batches
   and media) and/or `read` (every GET endpoint). Revoked, expired or unknown keys get 401.
-- A browser (session) user may read with a review role (reviewer or read-only), as on the
-  review pages. A session user may ingest only if they are staff; DRF's
+- Reads and writes are confined to operations (redteam.common.access): a key to its
+  operations (as far as its user is still a member), a browser user to their memberships.
+- A browser (session) user may read with a role in some operation, as on the review pages. A session user may ingest only if they are staff; DRF's
   SessionAuthentication enforces CSRF for them, so a hostile page cannot post on their behalf.
 - Nothing is reachable anonymously.
 - Key guessing is rate-limited per client address (REDTEAM_API_KEY_FAILURE_LIMIT failures per
@@ -28,7 +29,7 @@ from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
 from redteam.common.models import ApiKey, ApiKeyFailureWindow, ApiKeyScope
-from redteam.common.roles import VIEW_PERMISSION
+from redteam.common.access import scope_for
 from redteam.common.security import client_ip
 
 # `last_used_at` is bookkeeping; writing it on every request would add an UPDATE to each
@@ -146,10 +147,10 @@ def request_has_scope(request: Request, scope: str) -> bool:
     auth = getattr(request, "auth", None)
     if isinstance(auth, ApiKey):
         return auth.has_scope(scope)
-    # Session (browser) users read with a review role (the same permission the review pages
-    # need), so an account without one sees no memory through the API either.
+    # Session (browser) users read with a role in some operation (as on the review pages),
+    # so an account without one sees no memory through the API either.
     if scope == ApiKeyScope.READ:
-        return bool(user.has_perm(VIEW_PERMISSION))
+        return scope_for(request).any
     return bool(scope == ApiKeyScope.INGEST and user.is_staff)
 
 

@@ -9,7 +9,68 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from rest_framework_api_key.models import AbstractAPIKey, APIKeyManager
 
+from redteam.common.fields import ExactCharField
 from redteam.core.digests import SHA256_ANCHORED
+from redteam.core.operations import OPERATION_NAME_MAX
+
+
+
+class Operation(models.Model):
+    """One engagement: the access boundary of everything ingested under its name.
+
+    Its name is the value of PyRIT's `operation` memory label (`op_name` in older runs).
+    Members see it (OperationMembership); superusers see every operation.
+    """
+
+    name = ExactCharField(max_length=OPERATION_NAME_MAX, unique=True)
+    description = models.TextField(blank=True, default="")
+    # Archived: still readable by its members; nothing new is ingested or judged in it.
+    archived = models.BooleanField(default=False)
+    # Reviewer safety: pieces of these harm categories render blurred or collapsed until a
+    # reviewer reveals them (each reveal is audited).
+    sensitive_harm_categories = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='Harm categories shown blurred until revealed, e.g. ["sexual", "violence"].',
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return str(self.name) + (" (archived)" if self.archived else "")
+
+
+class OperationRole(models.TextChoices):
+    """What a member may do in an operation; each role includes the ones before it."""
+
+    READ_ONLY = "read-only", "read-only"
+    REVIEWER = "reviewer", "reviewer"
+    ADJUDICATOR = "adjudicator", "adjudicator"
+    LEAD = "lead", "lead"
+
+
+class OperationMembership(models.Model):
+    """A user's role in one operation."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    operation = models.ForeignKey(Operation, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=OperationRole.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "operation"], name="membership_once"),
+            models.CheckConstraint(
+                condition=models.Q(role__in=OperationRole.values), name="membership_role_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.operation.name}: {self.role}"
 
 
 class MediaBlob(models.Model):
@@ -94,6 +155,12 @@ class ApiKey(AbstractAPIKey):
         help_text='A list of "ingest" and/or "read", e.g. ["read"].',
     )
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # The operations the key reads and writes (never more than its user's memberships);
+    # unlabelled items it ingests go to `default_operation`.
+    operations = models.ManyToManyField(Operation, blank=True, related_name="api_keys")
+    default_operation = models.ForeignKey(
+        Operation, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     objects: ClassVar[ApiKeyManager] = ApiKeyManager()
 

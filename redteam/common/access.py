@@ -1,0 +1,304 @@
+"""Who may see and do what: the one place access to ingested data is decided.
+
+Every ingested row belongs to one operation (an engagement). A caller's `Scope` lists the
+operations it may read and its role in each:
+
+- a browser user: their memberships (OperationMembership); a superuser: every operation;
+- an API key: the key's operations that its user may still read (revoking the user's
+  membership revokes the key's access too); a superuser's key: the key's operations;
+- a management command: `Scope.everything()`, narrowed by its `--operation` options.
+
+Views never filter by hand: every scoped model's manager has `visible_to(scope)` (memory's
+models define what "in an operation" means for each, see `ScopedQuerySet`), and
+`scope_for(request)` gives the request's scope. A row outside the scope is a 404, never a
+403 that would confirm it exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
+
+from django.db import models
+from django.db.models import Q
+
+from redteam.common.models import (
+    ApiKey,
+    Operation,
+    OperationMembership,
+    OperationRole,
+)
+from redteam.common.typing import User
+
+if TYPE_CHECKING:
+    from django.http import HttpRequest
+
+# Each role includes every right of the roles before it.
+ROLE_RANK: dict[str, int] = {
+    OperationRole.READ_ONLY: 0,
+    OperationRole.REVIEWER: 1,
+    OperationRole.ADJUDICATOR: 2,
+    OperationRole.LEAD: 3,
+}
+_SCOPE_ATTR = "_redteam_scope"
+
+M = TypeVar("M", bound=models.Model)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The operations a caller may read, with the caller's role in each.
+
+    `everything` is for superusers and trusted commands: every operation, as lead.
+    """
+
+    roles: Mapping[int, str] = field(default_factory=dict)
+    archived: frozenset[int] = frozenset()
+    everything: bool = False
+
+    @classmethod
+    def everything_scope(cls) -> Scope:
+        """Every operation (superusers, management commands)."""
+        return cls(everything=True)
+
+    @classmethod
+    def nothing(cls) -> Scope:
+        """No operation (anonymous callers, accounts without a membership)."""
+        return cls()
+
+    @property
+    def operation_ids(self) -> frozenset[int]:
+        """The readable operations' ids (meaningless when `everything`)."""
+        return frozenset(self.roles)
+
+    @property
+    def any(self) -> bool:
+        """True when the caller may read at least one operation (or all)."""
+        return self.everything or bool(self.roles)
+
+    def role(self, operation_id: int | None) -> str | None:
+        """The caller's role in an operation, None when it may not read it."""
+        if self.everything:
+            return OperationRole.LEAD
+        return self.roles.get(operation_id) if operation_id is not None else None
+
+    def may_read(self, operation_id: int | None) -> bool:
+        """True when rows of this operation are visible."""
+        return self.everything or (operation_id is not None and operation_id in self.roles)
+
+    def _at_least(self, operation_id: int | None, role: str) -> bool:
+        held = self.role(operation_id)
+        if held is None or operation_id in self.archived:
+            return False
+        return ROLE_RANK[held] >= ROLE_RANK[role]
+
+    def may_record_verdicts(self, operation_id: int | None) -> bool:
+        """Reviewers, adjudicators and leads of a live (not archived) operation."""
+        return self._at_least(operation_id, OperationRole.REVIEWER)
+
+    def may_adjudicate(self, operation_id: int | None) -> bool:
+        """Adjudicators and leads of a live operation."""
+        return self._at_least(operation_id, OperationRole.ADJUDICATOR)
+
+    def is_lead(self, operation_id: int | None) -> bool:
+        """Leads (and superusers) of an operation, archived or not."""
+        held = self.role(operation_id)
+        return held is not None and ROLE_RANK[held] >= ROLE_RANK[OperationRole.LEAD]
+
+    def verdict_operation_ids(self) -> frozenset[int] | None:
+        """Operations where the caller may record verdicts (None: all live ones)."""
+        if self.everything:
+            return None
+        return frozenset(
+            op
+            for op, role in self.roles.items()
+            if op not in self.archived and ROLE_RANK[role] >= ROLE_RANK[OperationRole.REVIEWER]
+        )
+
+    def q(self, path: str) -> Q:
+        """A filter keeping rows whose operation (reached by `path`) is readable."""
+        if self.everything:
+            return Q()
+        return Q(**{f"{path}__in": sorted(self.roles)})
+
+    def operations(self) -> models.QuerySet[Operation]:
+        """The readable Operation rows, by name."""
+        if self.everything:
+            return Operation.objects.all()
+        return Operation.objects.filter(pk__in=sorted(self.roles))
+
+
+def _membership_scope(user: Any, only: Iterable[int] | None = None) -> Scope:
+    rows = OperationMembership.objects.filter(user=user).values_list(
+        "operation_id", "role", "operation__archived"
+    )
+    if only is not None:
+        rows = rows.filter(operation_id__in=list(only))
+    roles: dict[int, str] = {}
+    archived: set[int] = set()
+    for op_id, role, is_archived in rows:
+        roles[op_id] = role
+        if is_archived:
+            archived.add(op_id)
+    return Scope(roles=roles, archived=frozenset(archived))
+
+
+def _operations_scope(ids: Iterable[int]) -> Scope:
+    """Every listed operation as lead (a superuser's API key)."""
+    rows = Operation.objects.filter(pk__in=list(ids)).values_list("pk", "archived")
+    return Scope(
+        roles={pk: OperationRole.LEAD for pk, _ in rows},
+        archived=frozenset(pk for pk, archived in rows if archived),
+    )
+
+
+def user_scope(user: User | None) -> Scope:
+    """A signed-in user's scope: memberships, or everything for a superuser."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return Scope.nothing()
+    if user.is_superuser:
+        return Scope.everything_scope()
+    return _membership_scope(user)
+
+
+def key_scope(api_key: ApiKey) -> Scope:
+    """An API key's scope: its operations, as far as its user may still read them."""
+    ids = list(api_key.operations.values_list("pk", flat=True))
+    if not ids:
+        return Scope.nothing()
+    if api_key.user.is_superuser:
+        return _operations_scope(ids)
+    return _membership_scope(api_key.user, only=ids)
+
+
+def scope_for(request: HttpRequest | Any) -> Scope:
+    """The scope of a request (browser session or API key), computed once per request."""
+    cached = getattr(request, _SCOPE_ATTR, None)
+    if cached is not None:
+        return cached
+    auth = getattr(request, "auth", None)
+    user = getattr(request, "user", None)
+    scope = key_scope(auth) if isinstance(auth, ApiKey) else user_scope(user)
+    # DRF wraps Django's request: cache on the underlying one too, so page helpers that
+    # receive either find the same answer.
+    setattr(request, _SCOPE_ATTR, scope)
+    inner = getattr(request, "_request", None)
+    if inner is not None:
+        setattr(inner, _SCOPE_ATTR, scope)
+    return scope
+
+
+class ScopedQuerySet(models.QuerySet[M]):
+    """A queryset of a model whose rows belong to operations.
+
+    The model names how a row reaches its operation with `scope_path` (e.g. "operation" or
+    "conversation__operation"), or overrides `scope_filter` when visibility is derived
+    (identifiers and loose content are visible through the rows that use them).
+    """
+
+    scope_path: ClassVar[str] = "operation"
+
+    def visible_to(self, scope: Scope) -> Self:
+        """Only the rows the scope may read."""
+        if scope.everything:
+            return self
+        if not scope.roles:
+            return self.none()
+        return self.filter(self.scope_filter(scope))
+
+    def scope_filter(self, scope: Scope) -> Q:
+        """The condition for rows of the scope's operations."""
+        return scope.q(getattr(self.model, "scope_path", self.scope_path))
+
+
+class WriteRefused(Exception):
+    """An item may not be stored in the operation it names or falls into (per-item error)."""
+
+
+@dataclass
+class Writer:
+    """Who is ingesting, and into which operations (one per batch, see ingest_batch).
+
+    - `writable`: the operations items may be stored in (None: any, for trusted callers).
+    - `default_name` / `default_id`: where items that name no operation go.
+    - `create_missing`: trusted callers (management commands) create the operations labels
+      name; API callers may only write into operations that exist and are theirs.
+    """
+
+    user: User | None = None
+    writable: frozenset[int] | None = None
+    default_name: str | None = None
+    default_id: int | None = None
+    create_missing: bool = False
+    _by_name: dict[str, Operation | None] = field(default_factory=dict)
+
+    @classmethod
+    def trusted(cls, user: User | None = None, default: str | None = None) -> Writer:
+        """A management command or in-process caller: any operation, created on demand;
+        unlabelled items go to `default` (else the `unassigned` operation)."""
+        from redteam.core.operations import UNASSIGNED
+
+        return cls(user=user, default_name=default or UNASSIGNED, create_missing=True)
+
+    @classmethod
+    def for_request(cls, request: Any, default_name: str | None = None) -> Writer:
+        """An API caller: a key writes into its (live) operations, a staff session into its
+        memberships (a superuser into any existing operation)."""
+        auth = getattr(request, "auth", None)
+        user = getattr(request, "user", None)
+        scope = scope_for(request)
+        writable = (
+            None
+            if scope.everything
+            else frozenset(op for op in scope.roles if op not in scope.archived)
+        )
+        writer = cls(user=user, writable=writable, default_name=default_name)
+        if default_name is None and isinstance(auth, ApiKey) and auth.default_operation_id:
+            writer.default_id = auth.default_operation_id
+        return writer
+
+    def load(self, names: Iterable[str]) -> None:
+        """Look up (trusted: create) the named operations and the default: one query."""
+        wanted = {n for n in names if n not in self._by_name}
+        if self.default_name is not None and self.default_name not in self._by_name:
+            wanted.add(self.default_name)
+        if not wanted:
+            return
+        if self.create_missing:
+            Operation.objects.bulk_create(
+                [Operation(name=n) for n in sorted(wanted)], ignore_conflicts=True
+            )
+        found = {op.name: op for op in Operation.objects.filter(name__in=sorted(wanted))}
+        for name in wanted:
+            self._by_name[name] = found.get(name)
+
+    def may_write(self, operation_id: int | None) -> bool:
+        """True when items may be stored in (or added to rows of) this operation."""
+        if operation_id is None:
+            return False
+        return self.writable is None or operation_id in self.writable
+
+    def named(self, name: str) -> int:
+        """The id of the operation a label names, if this writer may write there."""
+        self.load([name])
+        op = self._by_name.get(name)
+        if op is None or (self.writable is not None and op.pk not in self.writable):
+            raise WriteRefused(f"names operation {name!r}, which this sender may not write to")
+        if op.archived:
+            raise WriteRefused(f"names operation {name!r}, which is archived")
+        return op.pk
+
+    def default(self) -> int:
+        """The id of the operation unlabelled items go to."""
+        if self.default_id is not None:
+            if not self.may_write(self.default_id):
+                raise WriteRefused("the sender's default operation is archived or not writable")
+            return self.default_id
+        if self.default_name is not None:
+            self.default_id = self.named(self.default_name)
+            return self.default_id
+        raise WriteRefused(
+            "names no operation: label it with `operation`, or send it with a key bound to a "
+            "default operation (or ?operation=NAME)"
+        )
