@@ -21,7 +21,7 @@ from django.db import connections, models, router
 from django.db.models.fields import AutoFieldMixin
 from django.utils import timezone
 
-from memory.models import ComponentIdentifier, IdentifierDump
+from memory.models import ComponentIdentifier, IdentifierDump, IdentifierOperation
 from memory.parsing import ParsedIdentifier
 from redteam.common.dbutil import lift_sqlite_variable_limit
 from redteam.common.fields import ExactCharField, ExactTextField, stored_json_text
@@ -154,18 +154,23 @@ def insert_rows(model: type[models.Model], rows: Sequence[Mapping[str, Any]]) ->
         )
 
 
-def store_identifier_uses(uses: Iterable[ParsedIdentifier]) -> None:
-    """Upsert every node of every identifier tree, then one dump per distinct dump text.
+def store_identifier_uses(uses: Iterable[tuple[ParsedIdentifier, int | None]]) -> None:
+    """Upsert every node of every identifier tree, one dump per distinct dump text, and the
+    (node, operation) pairs saying where each was used (each use comes with its row's
+    operation; None for rows outside any operation).
 
-    Two INSERT ... ON CONFLICT DO NOTHING statements at most, whatever the number of uses:
+    Three INSERT ... ON CONFLICT DO NOTHING statements at most, whatever the number of uses:
     rows are content-addressed, so an existing row is by definition the same identifier.
     """
     nodes: dict[str, dict[str, Any]] = {}
     dumps: dict[str, ParsedIdentifier] = {}
-    for use in uses:
+    used_in: set[tuple[str, int]] = set()
+    for use, operation_id in uses:
         dumps.setdefault(use.digest, use)
         for node in use.nodes:
             nodes.setdefault(node["hash"], node)
+            if operation_id is not None:
+                used_in.add((node["hash"], operation_id))
     bulk_insert(
         ComponentIdentifier,
         [ComponentIdentifier(**node) for node in nodes.values()],
@@ -177,5 +182,10 @@ def store_identifier_uses(uses: Iterable[ParsedIdentifier]) -> None:
             IdentifierDump(digest=use.digest, identifier_id=use.hash, dump_json=use.dump_json)
             for use in dumps.values()
         ],
+        ignore_conflicts=True,
+    )
+    bulk_insert(
+        IdentifierOperation,
+        [IdentifierOperation(identifier_id=h, operation_id=op) for h, op in sorted(used_in)],
         ignore_conflicts=True,
     )

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Exists, OuterRef, Q
 
+from redteam.common.access import Scope, ScopedQuerySet
 from redteam.common.choices import (
     CONVERSATION_TYPE_CHOICES,
     DATA_TYPE_CHOICES,
@@ -28,7 +29,6 @@ from redteam.common.choices import (
     SCORE_TYPE_CHOICES,
 )
 from redteam.common.fields import ExactCharField, ExactForeignKey, ExactJSONField, ExactTextField
-from redteam.common.access import Scope, ScopedQuerySet
 from redteam.common.models import MediaBlob, Operation
 from redteam.core.digests import SHA256_ANCHORED
 from redteam.core.enums import (

@@ -7,10 +7,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from memory.bulk import bulk_update, insert_rows, store_identifier_uses
 from memory.models import Conversation, MessagePiece, PieceConverter
+from memory.ownership import (
+    NOT_WRITABLE,
+    ConversationPlacer,
+    LabelRefused,
+    named_operation,
+    preload,
+)
 from memory.parsing_pieces import ParsedPiece, ParsedScore, parse_piece
 from memory.parsing_results import ParsedConversation, parse_conversation
 from memory.shapes import PIECE_VALUE_KEYS
@@ -23,8 +31,8 @@ from memory.store_common import (
     row_replay,
 )
 from memory.store_scores import store_parsed_scores
+from redteam.common.access import Writer
 from redteam.common.models import MediaBlob
-from redteam.common.typing import User
 from redteam.core.batch import Batch, Entry
 from redteam.core.enums import MEDIA_PATH_DATA_TYPES
 from redteam.core.outcomes import FieldError, ItemOutcome
@@ -200,14 +208,17 @@ def _update_piece_summaries(
     return changed
 
 
-def store_pieces(parsed: Sequence[ParsedPiece], *, prefix: str = "") -> list[ItemOutcome]:
+def store_pieces(
+    parsed: Sequence[ParsedPiece], writer: Writer, *, prefix: str = ""
+) -> list[ItemOutcome]:
     """Store parsed pieces; the query count does not depend on len(parsed).
 
     Queries: INSERT conversation stubs; SELECT conversations FOR UPDATE; SELECT stored
     pieces (same ids, or same conversation+sequence); [SELECT their converters, only when
     some ids are already stored]; [MediaBlob lookup, only for media pieces with a sha256];
     INSERT identifiers; INSERT identifier dumps; INSERT pieces; INSERT piece converters;
-    UPDATE conversations. Nested 0.13 scores add the score store's own constant count.
+    UPDATE conversations; UPDATE their operations. Nested 0.13 scores add the score store's
+    own constant count. Each piece joins its conversation's operation (memory.ownership).
     """
     batch = Batch.of(PIECES, parsed)
 
@@ -239,7 +250,7 @@ def store_pieces(parsed: Sequence[ParsedPiece], *, prefix: str = "") -> list[Ite
                     e.errors.append(FieldError(None, SIBLING_REJECTED))
 
     if candidates:
-        _decide_pieces(batch, candidates, groups, prefix)
+        _decide_pieces(batch, candidates, groups, writer, prefix)
     return batch.outcomes()
 
 
@@ -247,18 +258,24 @@ def _decide_pieces(
     batch: Batch[ParsedPiece],
     candidates: list[Entry[ParsedPiece]],
     groups: Mapping[tuple[str, int], list[Entry[ParsedPiece]]],
+    writer: Writer,
     prefix: str,
 ) -> None:
     """Compare candidates with stored rows, then insert the new ones (see store_pieces)."""
     conversation_ids = {e.parsed.row["conversation_id"] for e in candidates}
+    preload(writer, (e.parsed.row["labels"] for e in candidates))
     conversations = lock_conversations(conversation_ids)
+    placer = ConversationPlacer(conversations, writer)
     ids = [pid for e in candidates if (pid := e.parsed.id) is not None]
     sequences = sorted({e.parsed.row["sequence"] for e in candidates})
     # Two index lookups in one statement (primary key; conversation+sequence): an OR of the
     # two conditions would make PostgreSQL scan the table.
+    in_operation = F("conversation__operation_id")
     stored = list(
-        MessagePiece.objects.filter(id__in=ids).union(
-            MessagePiece.objects.filter(
+        MessagePiece.objects.annotate(stored_operation=in_operation)
+        .filter(id__in=ids)
+        .union(
+            MessagePiece.objects.annotate(stored_operation=in_operation).filter(
                 conversation_id__in=conversation_ids, sequence__in=sequences
             )
         )
@@ -283,6 +300,10 @@ def _decide_pieces(
     for entry in candidates:
         piece = entry.parsed
         old = stored_by_id.get(piece.id) if piece.id is not None else None
+        if old is not None and not writer.may_write(old.stored_operation):  # type: ignore[attr-defined]
+            # Never compared: "unchanged" or "conflict" would tell what another operation holds.
+            entry.errors.append(FieldError(f"{prefix}id", f"This piece {NOT_WRITABLE}."))
+            continue
         if old is not None:
             diff = batch.replay.difference(
                 piece, _stored_piece_compare(old, stored_converters[old.id])
@@ -300,8 +321,18 @@ def _decide_pieces(
             )
         else:
             entry.status = "new"
+    for entry in candidates:
+        if entry.status != "new":
+            continue
+        piece = entry.parsed
+        try:
+            named = named_operation(piece.row["labels"], writer, prefix)
+            placer.place(piece.row["conversation_id"], named, f"{prefix}labels.operation")
+        except LabelRefused as refused:
+            entry.status = None
+            entry.errors.append(refused.error)
 
-    _store_nested_scores(candidates)
+    _store_nested_scores(candidates, writer, conversations)
     # A rejected piece takes the new pieces of its message down with it.
     for members in groups.values():
         if any(e.errors for e in members):
@@ -326,7 +357,11 @@ def _decide_pieces(
             if shas
             else set()
         )
-        store_identifier_uses(u for p in new for u in p.identifiers())
+        store_identifier_uses(
+            (u, conversations[p.row["conversation_id"]].operation_id)
+            for p in new
+            for u in p.identifiers()
+        )
         insert_rows(MessagePiece, [_piece_row(p, blobs) for p in new])
         insert_rows(
             PieceConverter,
@@ -339,19 +374,28 @@ def _decide_pieces(
     stored_keys = {key for key in stored_roles}
     changed = _update_piece_summaries(conversations, new, stored_keys)
     bulk_update(Conversation, changed, CONVERSATION_SUMMARY_FIELDS)
+    placer.finish()
     drop_empty_stubs(conversations, {p.row["conversation_id"] for p in new})
 
 
-def _store_nested_scores(candidates: Sequence[Entry[ParsedPiece]]) -> None:
-    """Store the scores a 0.13 piece carries; a rejected score rejects its piece."""
+def _store_nested_scores(
+    candidates: Sequence[Entry[ParsedPiece]],
+    writer: Writer,
+    conversations: Mapping[str, Conversation],
+) -> None:
+    """Store the scores a 0.13 piece carries (in its conversation's operation); a rejected
+    score rejects its piece."""
     owners: list[tuple[Entry[ParsedPiece], int]] = []
     scores: list[ParsedScore] = []
+    operations: list[int | None] = []
     for entry in candidates:
         if entry.status is not None:
+            conv = conversations[entry.parsed.row["conversation_id"]]
             for k, score in enumerate(entry.parsed.scores):
                 owners.append((entry, k))
                 scores.append(score)
-    outcomes = store_parsed_scores(scores)
+                operations.append(conv.operation_id)
+    outcomes = store_parsed_scores(scores, writer, operations=operations)
     for (entry, k), outcome in zip(owners, outcomes, strict=True):
         if outcome.status == "rejected":
             entry.status = None
@@ -360,13 +404,16 @@ def _store_nested_scores(candidates: Sequence[Entry[ParsedPiece]]) -> None:
 
 @transaction.atomic
 def store_message_pieces(
-    items: Sequence[Mapping[str, Any]], *, user: User | None = None
+    items: Sequence[Mapping[str, Any]], *, writer: Writer | None = None
 ) -> list[ItemOutcome]:
     """Validate and store MessagePiece dicts (0.13 to_dict or 1.x model_dump), in bulk.
 
-    `user` (who sent them) is taken as every store service takes it; pieces keep no author.
+    `writer` says who sends them and into which operations (None: a trusted in-process
+    caller, see Writer.trusted); pieces keep no author.
     """
-    return store_pieces([parse_piece(item, i) for i, item in enumerate(items)])
+    return store_pieces(
+        [parse_piece(item, i) for i, item in enumerate(items)], writer or Writer.trusted()
+    )
 
 
 # --- conversations -------------------------------------------------------------------------
@@ -392,23 +439,32 @@ CONVERSATIONS = row_replay(
 
 @transaction.atomic
 def store_conversations(
-    items: Sequence[Mapping[str, Any]], *, user: User | None = None
+    items: Sequence[Mapping[str, Any]], *, writer: Writer | None = None
 ) -> list[ItemOutcome]:
     """Validate and store 1.x Conversation dicts (target identifier and retries).
 
-    Queries: INSERT stubs; SELECT FOR UPDATE; INSERT identifiers; INSERT dumps; UPDATE.
-    `user` is taken as every store service takes it; conversations keep no author.
+    Queries: INSERT stubs; SELECT FOR UPDATE; INSERT identifiers; INSERT dumps; UPDATE;
+    UPDATE operations. A 1.x conversation names no operation: a new one joins the sender's
+    default operation until an attack result claims it (memory.ownership).
     """
+    writer = writer or Writer.trusted()
     batch = Batch.of(CONVERSATIONS, [parse_conversation(item, i) for i, item in enumerate(items)])
     valid = batch.pending()
     if not valid:
         return batch.outcomes()
+    writer.load([])
     conversations = lock_conversations(e.parsed.row["conversation_id"] for e in valid)
+    placer = ConversationPlacer(conversations, writer)
     now = timezone.now()
     changed: list[Conversation] = []
     for entry in valid:
         conv_item = entry.parsed
         conv = conversations[conv_item.row["conversation_id"]]
+        try:
+            placer.place(conv.pk, None, "conversation_id")
+        except LabelRefused as refused:
+            entry.errors.append(refused.error)
+            continue
         if conv.declared:
             old = {
                 "target_identifier": identifier_compared(
@@ -428,11 +484,15 @@ def store_conversations(
         changed.append(conv)
         entry.status = "stored"
     store_identifier_uses(
-        target for e in valid if e.status == "stored" and (target := e.parsed.target) is not None
+        (target, conversations[e.parsed.row["conversation_id"]].operation_id)
+        for e in valid
+        if e.status == "stored" and (target := e.parsed.target) is not None
     )
     bulk_update(
         Conversation,
         changed,
         ["declared", "retries", "pyrit_version", "target_identifier", "target_dump", "updated_at"],
     )
+    placer.finish()
+    drop_empty_stubs(conversations, set())
     return batch.outcomes()

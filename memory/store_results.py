@@ -12,6 +12,14 @@ from django.utils import timezone
 
 from memory.bulk import bulk_update, insert_rows, store_identifier_uses
 from memory.models import AttackResult, Conversation, ConversationReference
+from memory.ownership import (
+    NOT_WRITABLE,
+    ConversationPlacer,
+    LabelRefused,
+    label_field,
+    named_operation,
+    preload,
+)
 from memory.parsing_results import ParsedAttackResult, parse_attack_result
 from memory.shapes import ATTACK_RESULT_TAIL_1X
 from memory.store_common import (
@@ -23,9 +31,9 @@ from memory.store_common import (
 )
 from memory.store_pieces import store_pieces
 from memory.store_scores import store_parsed_scores
-from redteam.common.typing import User
+from redteam.common.access import Writer
 from redteam.core.batch import Batch, Entry
-from redteam.core.outcomes import ItemOutcome
+from redteam.core.outcomes import FieldError, ItemOutcome
 from redteam.core.roundtrip import identifier_compared, related_compared, traceback_compared
 
 ATTACK_RESULT_COMPARE_013 = (
@@ -104,16 +112,16 @@ def _is_newer(candidate: Any, current: Any, current_exists: bool) -> bool:
     return current is None or candidate >= current
 
 
-def _embedded(valid: Sequence[Entry[ParsedAttackResult]]) -> None:
+def _embedded(valid: Sequence[Entry[ParsedAttackResult]], writer: Writer) -> None:
     """Store each result's last_response piece and last_score; a rejection rejects the result."""
     with_piece = [(e, p) for e in valid if (p := e.parsed.last_response) is not None]
     if with_piece:
-        outcomes = store_pieces([p for _, p in with_piece], prefix="last_response.")
+        outcomes = store_pieces([p for _, p in with_piece], writer, prefix="last_response.")
         for (entry, _), outcome in zip(with_piece, outcomes, strict=True):
             if outcome.status == "rejected":
                 entry.errors.extend(prefixed(outcome.errors, "last_response."))
     with_score = [(e, s) for e in valid if (s := e.parsed.last_score) is not None and not e.errors]
-    scored = store_parsed_scores([s for _, s in with_score])
+    scored = store_parsed_scores([s for _, s in with_score], writer)
     for (entry, _), outcome in zip(with_score, scored, strict=True):
         if outcome.status == "rejected":
             entry.errors.extend(prefixed(outcome.errors, "last_score."))
@@ -121,7 +129,7 @@ def _embedded(valid: Sequence[Entry[ParsedAttackResult]]) -> None:
 
 @transaction.atomic
 def store_attack_results(
-    items: Sequence[Mapping[str, Any]], *, user: User | None = None
+    items: Sequence[Mapping[str, Any]], *, writer: Writer | None = None
 ) -> list[ItemOutcome]:
     """Validate and store AttackResult dicts, their related conversations and embedded items.
 
@@ -130,35 +138,66 @@ def store_attack_results(
     score store's constant counts, then INSERT stubs; SELECT conversations FOR UPDATE;
     SELECT stored results; [SELECT their references, when some ids are already stored];
     INSERT identifiers; INSERT dumps; INSERT results; INSERT references; UPDATE conversations.
-    `user` is taken as every store service takes it; results keep no author.
+    Each result joins the operation its labels name, else its conversation's; a labelled one
+    claims its unclaimed conversations (memory.ownership). Results keep no author.
     """
     return store_parsed_attack_results(
-        [parse_attack_result(item, i) for i, item in enumerate(items)]
+        [parse_attack_result(item, i) for i, item in enumerate(items)],
+        writer or Writer.trusted(),
     )
 
 
-def store_parsed_attack_results(parsed: Sequence[ParsedAttackResult]) -> list[ItemOutcome]:
+def store_parsed_attack_results(
+    parsed: Sequence[ParsedAttackResult], writer: Writer
+) -> list[ItemOutcome]:
     """Store already-parsed attack results (also the hook scenario results use)."""
     batch = Batch.of(RESULTS, parsed)
     if valid := batch.pending():
-        _embedded(valid)
+        _embedded(valid, writer)
     if valid := batch.pending():
-        _decide_results(batch, valid)
+        _decide_results(batch, valid, writer)
     return batch.outcomes()
 
 
+def _place_result(result: ParsedAttackResult, placer: ConversationPlacer, writer: Writer) -> int:
+    """The operation of a new result (LabelRefused when it may not be stored)."""
+    named = named_operation(result.row["labels"], writer)
+    conversation_id = result.row["conversation_id"]
+    placer.place(conversation_id, named, label_field())
+    operation = placer.conversations[conversation_id].operation_id
+    assert operation is not None
+    if named is not None:
+        placer.claim_related((ref["conversation_id"] for ref in result.related), operation)
+    return operation
+
+
 def _decide_results(
-    batch: Batch[ParsedAttackResult], valid: Sequence[Entry[ParsedAttackResult]]
+    batch: Batch[ParsedAttackResult], valid: Sequence[Entry[ParsedAttackResult]], writer: Writer
 ) -> None:
     """Compare with stored results, insert the new ones and refresh conversation summaries."""
     latest = AttackResult.objects.filter(conversation_id=OuterRef("pk")).order_by(
         F("timestamp").desc(nulls_last=True), "-ingested_at"
     )
+    preload(writer, (e.parsed.row["labels"] for e in valid))
     conversations = lock_conversations(
         (e.parsed.row["conversation_id"] for e in valid),
         latest_result_timestamp=Subquery(latest.values("timestamp")[:1]),
         has_results=Exists(latest),
     )
+    related_ids = {ref["conversation_id"] for e in valid for ref in e.parsed.related} - set(
+        conversations
+    )
+    related_rows = (
+        {
+            c.pk: c
+            for c in Conversation.objects.select_for_update()
+            .filter(pk__in=sorted(related_ids))
+            .order_by("pk")
+        }
+        if related_ids
+        else {}
+    )
+    placer = ConversationPlacer({**related_rows, **conversations}, writer)
     ids = [rid for e in valid if (rid := e.parsed.id) is not None]
     stored = {r.pk: r for r in AttackResult.objects.filter(pk__in=ids)}
     related: dict[uuid.UUID, list[dict[str, Any]]] = {pk: [] for pk in stored}
@@ -171,13 +210,23 @@ def _decide_results(
     for entry in valid:
         result = entry.parsed
         old = stored.get(result.id) if result.id is not None else None
-        if old is None:
+        if old is not None and not writer.may_write(old.operation_id):
+            # Never compared: the answer would tell what another operation holds.
+            entry.errors.append(FieldError("attack_result_id", f"This result {NOT_WRITABLE}."))
+        elif old is None:
+            try:
+                result.row["operation_id"] = _place_result(result, placer, writer)
+            except LabelRefused as refused:
+                entry.errors.append(refused.error)
+                continue
             new.append(result)
             entry.status = "stored"
         else:
             batch.compare(entry, _stored_result_compare(old, related[old.pk]))
     if new:
-        store_identifier_uses(r.atomic for r in new if r.atomic is not None)
+        store_identifier_uses(
+            (r.atomic, r.row["operation_id"]) for r in new if r.atomic is not None
+        )
         insert_rows(AttackResult, [_result_row(r) for r in new])
         insert_rows(
             ConversationReference,
@@ -189,6 +238,7 @@ def _decide_results(
         changed,
         ["outcome", "attack_class", "labels", "harm_categories", "updated_at"],
     )
+    placer.finish()
     drop_empty_stubs(conversations, {r.row["conversation_id"] for r in new})
 
 

@@ -25,12 +25,20 @@ from django.db import transaction
 
 from memory.bulk import insert_rows, store_identifier_uses
 from memory.models import ScenarioResult
+from memory.ownership import (
+    NOT_WRITABLE,
+    LabelRefused,
+    default_operation,
+    label_field,
+    named_operation,
+    preload,
+)
 from memory.parsing_scenarios import ParsedScenarioResult, parse_scenario_result
 from memory.store_common import prefixed, row_replay
 from memory.store_results import store_parsed_attack_results
-from redteam.common.typing import User
+from redteam.common.access import Writer
 from redteam.core.batch import Batch, Entry
-from redteam.core.outcomes import ItemOutcome
+from redteam.core.outcomes import FieldError, ItemOutcome
 from redteam.core.roundtrip import identifier_compared
 
 KIND_SCENARIO_RESULTS = "scenario_results"
@@ -104,7 +112,7 @@ def _row(scenario: ParsedScenarioResult) -> dict[str, Any]:
     return row
 
 
-def _store_embedded(valid: Sequence[Entry[ParsedScenarioResult]]) -> None:
+def _store_embedded(valid: Sequence[Entry[ParsedScenarioResult]], writer: Writer) -> None:
     """Store every valid scenario's attack results in one call; a rejection rejects its owner."""
     owners: list[tuple[Entry[ParsedScenarioResult], str]] = []
     items: list[Any] = []
@@ -115,7 +123,7 @@ def _store_embedded(valid: Sequence[Entry[ParsedScenarioResult]]) -> None:
             items.append(result)
     if not items:
         return
-    outcomes = store_parsed_attack_results(items)
+    outcomes = store_parsed_attack_results(items, writer)
     for (entry, path), outcome in zip(owners, outcomes, strict=True):
         if outcome.status == "rejected":
             entry.errors.extend(prefixed(outcome.errors, path))
@@ -123,32 +131,49 @@ def _store_embedded(valid: Sequence[Entry[ParsedScenarioResult]]) -> None:
 
 @transaction.atomic
 def store_scenario_results(
-    items: Sequence[Mapping[str, Any]], *, user: User | None = None
+    items: Sequence[Mapping[str, Any]], *, writer: Writer | None = None
 ) -> list[ItemOutcome]:
     """Validate and store ScenarioResult dicts and the attack results they embed.
 
     Queries: the attack-result store's constant count (when results are embedded); SELECT
-    stored scenarios; INSERT identifiers; INSERT dumps; INSERT scenarios. `user` is taken as
-    every store service takes it; scenario results keep no author.
+    stored scenarios; INSERT identifiers; INSERT dumps; INSERT their operations; INSERT
+    scenarios. A scenario joins the operation its labels name, else the sender's default
+    (its attack results follow their own labels); scenarios keep no author.
     """
+    writer = writer or Writer.trusted()
     batch = Batch.of(SCENARIOS, [parse_scenario_result(item, i) for i, item in enumerate(items)])
     if valid := batch.pending():
-        _store_embedded(valid)
+        _store_embedded(valid, writer)
     if not (valid := batch.pending()):
         return batch.outcomes()
+    preload(writer, (e.parsed.row["labels"] for e in valid))
     stored = {s.pk: s for s in ScenarioResult.objects.filter(pk__in=[e.parsed.id for e in valid])}
     new: list[ParsedScenarioResult] = []
     for entry in valid:
         scenario = entry.parsed
         old = stored.get(scenario.id) if scenario.id is not None else None
-        if old is None:
+        if old is not None and not writer.may_write(old.operation_id):
+            # Never compared: the answer would tell what another operation holds.
+            entry.errors.append(FieldError("id", f"This scenario result {NOT_WRITABLE}."))
+        elif old is None:
+            try:
+                named = named_operation(scenario.row["labels"], writer)
+                scenario.row["operation_id"] = (
+                    named if named is not None else default_operation(writer, label_field())
+                )
+            except LabelRefused as refused:
+                entry.errors.append(refused.error)
+                continue
             new.append(scenario)
             entry.status = "stored"
         else:
             batch.compare(entry, _stored_compare(old))
     if new:
         store_identifier_uses(
-            use for s in new for use in (s.scenario, s.target, s.scorer) if use is not None
+            (use, s.row["operation_id"])
+            for s in new
+            for use in (s.scenario, s.target, s.scorer)
+            if use is not None
         )
         insert_rows(ScenarioResult, [_row(s) for s in new])
     return batch.outcomes()

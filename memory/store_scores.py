@@ -20,15 +20,17 @@ from django.db import transaction
 
 from memory.bulk import insert_rows, store_identifier_uses
 from memory.models import (
+    MessagePiece,
     ScorableContent,
     Score,
     ScoreSource,
 )
+from memory.ownership import NOT_WRITABLE, LabelRefused, default_operation
 from memory.parsing_pieces import ParsedScore, parse_score
 from memory.store_common import row_replay
-from redteam.common.typing import User
-from redteam.core.batch import Batch, canonical, first_difference
-from redteam.core.outcomes import ItemOutcome
+from redteam.common.access import Writer
+from redteam.core.batch import Batch, Entry, canonical, first_difference
+from redteam.core.outcomes import FieldError, ItemOutcome
 from redteam.core.roundtrip import identifier_compared
 
 __all__ = ["KIND_SCORES", "store_parsed_scores", "store_scores"]
@@ -123,21 +125,88 @@ def _row(score: ParsedScore) -> dict[str, Any]:
     return row
 
 
-def store_parsed_scores(parsed: Sequence[ParsedScore]) -> list[ItemOutcome]:
+def _place_scores(
+    valid: Sequence[Entry[ParsedScore]],
+    writer: Writer,
+    given: Mapping[int, int | None],
+) -> dict[int, int]:
+    """The operation of each new score (by id of its entry): the one given by the caller
+    (scores embedded in a piece), else the scored piece's, else the sender's default.
+    One query for the scored pieces' operations."""
+    wanted = {
+        pid
+        for e in valid
+        if id(e) not in given and (pid := e.parsed.row.get("message_piece_id")) is not None
+    }
+    piece_ops: dict[Any, set[int]] = {}
+    if wanted:
+        for pid, op in MessagePiece.objects.filter(original_prompt_id__in=wanted).values_list(
+            "original_prompt_id", "conversation__operation_id"
+        ):
+            if op is not None:
+                piece_ops.setdefault(pid, set()).add(op)
+    placed: dict[int, int] = {}
+    for entry in valid:
+        op = given.get(id(entry))
+        if op is None:
+            ops = piece_ops.get(entry.parsed.row.get("message_piece_id"), set())
+            # Duplicated pieces share their original's id; score into one the sender writes.
+            writable = sorted(o for o in ops if writer.may_write(o))
+            if ops and not writable:
+                entry.errors.append(
+                    FieldError("message_piece_id", f"The scored piece {NOT_WRITABLE}.")
+                )
+                continue
+            try:
+                op = writable[0] if writable else default_operation(writer, "message_piece_id")
+            except LabelRefused as refused:
+                entry.errors.append(refused.error)
+                continue
+        placed[id(entry)] = op
+    return placed
+
+
+def store_parsed_scores(
+    parsed: Sequence[ParsedScore],
+    writer: Writer,
+    *,
+    operations: Sequence[int | None] | None = None,
+) -> list[ItemOutcome]:
     """Store already-parsed scores (also the hook memory uses for embedded scores).
 
-    Queries, whatever len(parsed): SELECT stored scores with these ids; INSERT identifiers;
-    INSERT identifier dumps; INSERT scores.
+    `operations` (aligned with `parsed`) places scores whose operation the caller knows
+    (scores inside a piece); the rest join their scored piece's operation or the sender's
+    default. Queries, whatever len(parsed): SELECT stored scores with these ids; SELECT the
+    scored pieces' operations; INSERT identifiers; INSERT identifier dumps; INSERT the
+    identifiers' operations; INSERT scores.
     """
     batch = Batch.of(SCORES, parsed)
     if not (valid := batch.pending()):
         return batch.outcomes()
+    writer.load([])
     stored = {s.pk: s for s in Score.objects.filter(pk__in=[e.parsed.id for e in valid])}
+    given: dict[int, int | None] = {}
+    if operations is not None:
+        position = {id(e): k for k, e in enumerate(batch.entries)}
+        given = {
+            id(e): operations[position[id(e)]]
+            for e in valid
+            if operations[position[id(e)]] is not None
+        }
+    fresh = [e for e in valid if (e.parsed.id is None or e.parsed.id not in stored)]
+    placed = _place_scores(fresh, writer, given)
     new: list[ParsedScore] = []
     for entry in valid:
         score = entry.parsed
         old = stored.get(score.id) if score.id is not None else None
+        if old is not None and not writer.may_write(old.operation_id):
+            # Never compared: the answer would tell what another operation holds.
+            entry.errors.append(FieldError("id", f"This score {NOT_WRITABLE}."))
+            continue
         if old is None:
+            if id(entry) not in placed:
+                continue
+            score.row["operation_id"] = placed[id(entry)]
             new.append(score)
             entry.status = "stored"
             continue
@@ -146,7 +215,9 @@ def store_parsed_scores(parsed: Sequence[ParsedScore]) -> list[ItemOutcome]:
             diff = "scorable"
         batch.settle(entry, diff)
     if new:
-        store_identifier_uses(s.scorer for s in new if s.scorer is not None)
+        store_identifier_uses(
+            (s.scorer, s.row["operation_id"]) for s in new if s.scorer is not None
+        )
         _store_loose_content(s.loose for s in new if s.loose is not None)
         insert_rows(Score, [_row(s) for s in new])
     return batch.outcomes()
@@ -154,10 +225,13 @@ def store_parsed_scores(parsed: Sequence[ParsedScore]) -> list[ItemOutcome]:
 
 @transaction.atomic
 def store_scores(
-    items: Sequence[Mapping[str, Any]], *, user: User | None = None
+    items: Sequence[Mapping[str, Any]], *, writer: Writer | None = None
 ) -> list[ItemOutcome]:
     """Validate and store Score dicts in any of PyRIT's three shapes, in bulk.
 
-    `user` is taken as every store service takes it; automated scores keep no author.
+    `writer` says who sends them and into which operations (None: trusted, see
+    Writer.trusted); automated scores keep no author.
     """
-    return store_parsed_scores([parse_score(item, i) for i, item in enumerate(items)])
+    return store_parsed_scores(
+        [parse_score(item, i) for i, item in enumerate(items)], writer or Writer.trusted()
+    )

@@ -24,8 +24,8 @@ from memory.models import (
     ScoreSource,
 )
 from memory.parsing import ParsedIdentifier, parse_identifier
+from redteam.common.access import Scope
 from redteam.common.audit import record_audit
-from redteam.common.roles import can_record_verdicts
 from redteam.common.typing import User
 from redteam.core.identity import LINE_PYRIT_VERSIONS, ComponentIdentifier
 from scoring.review import effective_outcome
@@ -85,6 +85,7 @@ def _insert_verdict(
     """INSERT the human Score row of a verdict (IntegrityError for a repeated submission)."""
     return Score.objects.create(
         id=uuid.uuid4(),
+        operation_id=attack_result.operation_id,
         score_value=score_value,
         status="complete",
         score_value_description=VERDICT_DESCRIPTION,
@@ -111,6 +112,7 @@ def record_verdict(
     *,
     attack_result: AttackResult,
     reviewer: User,
+    scope: Scope,
     value: bool | float,
     score_type: str,
     rationale: str,
@@ -122,13 +124,14 @@ def record_verdict(
     click, retry, concurrent requests) returns the row the first post stored, enforced by the
     `verdict_submitted_once` unique constraint rather than a check before the insert.
 
-    Queries: permission check (cached per user), INSERT identifier, INSERT dump, SELECT the
+    `scope` is the reviewer's (redteam.common.access): it must allow verdicts in the
+    result's operation. Queries: INSERT identifier, INSERT dump, SELECT the
     last response's original_prompt_id, INSERT score, UPDATE the conversation's outcome
     summary (when this is its newest result), INSERT audit event. A repeated submission stops
     after the refused INSERT with one SELECT of the stored row.
     """
-    if not can_record_verdicts(reviewer):
-        raise PermissionDenied("Recording verdicts needs the reviewer role.")
+    if not reviewer.is_authenticated or not scope.may_record_verdicts(attack_result.operation_id):
+        raise PermissionDenied("Recording verdicts needs the reviewer role in this operation.")
     score_value = _score_value(value, score_type)
     rationale = (rationale or "").strip()
     if not rationale:
@@ -138,7 +141,7 @@ def record_verdict(
             f"The rationale is limited to {MAX_RATIONALE_CHARS} characters.", code="max_length"
         )
     scorer = human_scorer_identifier(reviewer.get_username())
-    store_identifier_uses([scorer])
+    store_identifier_uses([(scorer, attack_result.operation_id)])
     # PyRIT scores attach to pieces through original_prompt_id; the last response may not
     # have arrived (no FK constraint), in which case the score hangs off the result only.
     piece_id = None

@@ -50,3 +50,13 @@ def quiet_request_log() -> Iterator[None]:
     logger.setLevel(logging.ERROR)
     yield
     logger.setLevel(level)
+
+
+@pytest.fixture(autouse=True)
+def _operation_grants() -> Iterator[None]:
+    """Users registered with tests.access.grant_everywhere join operations made in the test."""
+    from tests import access
+
+    access.connect()
+    yield
+    access.reset()

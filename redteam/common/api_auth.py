@@ -28,8 +28,8 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
-from redteam.common.models import ApiKey, ApiKeyFailureWindow, ApiKeyScope
 from redteam.common.access import scope_for
+from redteam.common.models import ApiKey, ApiKeyFailureWindow, ApiKeyScope
 from redteam.common.security import client_ip
 
 # `last_used_at` is bookkeeping; writing it on every request would add an UPDATE to each

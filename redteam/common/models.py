@@ -14,7 +14,6 @@ from redteam.core.digests import SHA256_ANCHORED
 from redteam.core.operations import OPERATION_NAME_MAX
 
 
-
 class Operation(models.Model):
     """One engagement: the access boundary of everything ingested under its name.
 

@@ -26,6 +26,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from redteam.common.access import Writer
 from redteam.common.api_auth import HasIngestScope, HasReadScope
 from redteam.common.media import media_response
 from redteam.common.models import MediaBlob
@@ -193,11 +194,22 @@ class IngestView(APIView):
             "* **400**: malformed JSON or wrong top-level types (nothing stored).\n"
             "* **413**: body over `REDTEAM_MAX_BODY_BYTES` (default 64 MiB) or more than "
             "`REDTEAM_MAX_ITEMS` items (default 20,000) in total.\n\n"
+            "* **Operations**: an item whose labels name an operation (`operation`, or "
+            "`op_name` in older runs) is stored there if the key may write it, else "
+            "rejected (field `labels.operation`). Items naming none join their "
+            "conversation's operation, else `?operation=` or the key's default operation.\n\n"
             "Needs an API key with the `ingest` scope (or a staff session)."
         ),
         request=_INGEST_REQUEST,
         parameters=[
-            OpenApiParameter("atomic", OpenApiTypes.BOOL, description="1: store all items or none.")
+            OpenApiParameter(
+                "atomic", OpenApiTypes.BOOL, description="1: store all items or none."
+            ),
+            OpenApiParameter(
+                "operation",
+                OpenApiTypes.STR,
+                description="Operation for items whose labels name none (default: the key's).",
+            ),
         ],
         responses={
             200: _INGEST_RESPONSE,
@@ -254,7 +266,9 @@ class IngestView(APIView):
             )
         # Each item's content (size, nesting, surrogates, values) is checked per item from
         # here on: a problem rejects that item alone (207), never the batch.
-        report = ingest_batch(lists, atomic=atomic, user=request.user)
+        default = request.query_params.get("operation") or None
+        writer = Writer.for_request(request, default_name=default)
+        report = ingest_batch(lists, atomic=atomic, writer=writer)
         return Response(report.as_dict(), status=report.status_code)
 
 

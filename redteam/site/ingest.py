@@ -27,6 +27,7 @@ from memory.services import (
     store_scenario_results,
 )
 from memory.store_scores import store_scores
+from redteam.common.access import Writer
 from redteam.common.typing import User
 from redteam.core.jsonguard import item_problem, quoted
 from redteam.core.outcomes import FieldError, ItemOutcome
@@ -37,11 +38,19 @@ logger = logging.getLogger(__name__)
 
 class StoreService(Protocol):
     """A kind's store service: validate and store the items, one ItemOutcome per item, in
-    order. `user` is who sent the batch (services that keep a history trail record it)."""
+    order. `writer` is who sent the batch and the operations it may write into
+    (redteam.common.access.Writer; services that keep a history trail record its user)."""
 
     def __call__(
-        self, items: Sequence[Mapping[str, Any]], *, user: User | None = None
+        self, items: Sequence[Mapping[str, Any]], *, writer: Writer | None = None
     ) -> list[ItemOutcome]: ...
+
+
+def _store_seed_library(
+    items: Sequence[Mapping[str, Any]], *, writer: Writer | None = None
+) -> list[ItemOutcome]:
+    """Seeds are the shared library, outside every operation: only the author is kept."""
+    return store_seeds(items, user=writer.user if writer is not None else None)
 
 
 # Payload key -> service, in the order they must run: conversations before the pieces that
@@ -55,7 +64,7 @@ INGEST_SERVICES: dict[str, StoreService] = {
     "scores": store_scores,
     "attack_results": store_attack_results,
     "scenario_results": store_scenario_results,
-    "seeds": store_seeds,
+    "seeds": _store_seed_library,
 }
 INGEST_KINDS: tuple[str, ...] = tuple(INGEST_SERVICES)
 
@@ -182,7 +191,7 @@ def guard_error(item: Any, field: str | None = None) -> FieldError | None:
     return FieldError(path, str(problem))
 
 
-def store_items(kind: str, items: list[Any], *, user: User | None = None) -> list[ItemOutcome]:
+def store_items(kind: str, items: list[Any], *, writer: Writer) -> list[ItemOutcome]:
     """One list of a batch: guard each item once (redteam.core.jsonguard), hand the sound
     objects to the kind's service with the sender, and answer one outcome per item at its
     index. Called by ingest_batch, inside its transaction."""
@@ -204,7 +213,7 @@ def store_items(kind: str, items: list[Any], *, user: User | None = None) -> lis
         positions.append(index)
     if objects:
         store = INGEST_SERVICES[kind]
-        results = store(objects, user=user)
+        results = store(objects, writer=writer)
         if len(results) != len(objects):  # a broken service must not misreport silently
             raise RuntimeError(
                 f"The {kind} service returned {len(results)} outcomes for {len(objects)} items"
@@ -218,22 +227,30 @@ def store_items(kind: str, items: list[Any], *, user: User | None = None) -> lis
     return [o for o in outcomes if o is not None]
 
 
-def ingest_batch(payload: Any, *, atomic: bool = False, user: User | None = None) -> IngestReport:
+def ingest_batch(
+    payload: Any,
+    *,
+    atomic: bool = False,
+    user: User | None = None,
+    writer: Writer | None = None,
+) -> IngestReport:
     """Validate the payload's shape and store every list through its service, in one transaction.
 
-    `user` is who sent it (the API's authenticated user; None for the commands), handed to
-    every service. Raises PayloadError for a wrong top-level shape. Per-item problems come
+    `writer` is who sent it and the operations it may write into (the API builds it from the
+    request with Writer.for_request); without one the caller is trusted (the commands:
+    Writer.trusted, any operation, `user` as the author), and it is handed to every service. Raises PayloadError for a wrong top-level shape. Per-item problems come
     back as rejected ItemOutcomes. Any unexpected exception rolls back the whole batch and
     propagates.
     """
     lists = validate_payload(payload)
+    writer = writer or Writer.trusted(user)
     outcomes: list[ItemOutcome] = []
     rolled_back = False
     try:
         with transaction.atomic():
             for kind in INGEST_KINDS:
                 if lists.get(kind):
-                    outcomes.extend(store_items(kind, lists[kind], user=user))
+                    outcomes.extend(store_items(kind, lists[kind], writer=writer))
             if atomic and any(o.status == "rejected" for o in outcomes):
                 raise _RollBack
     except _RollBack:
@@ -242,7 +259,7 @@ def ingest_batch(payload: Any, *, atomic: bool = False, user: User | None = None
     if report.errors:
         logger.info(
             "ingest by %s: %d stored, %d unchanged, %d rejected%s",
-            user.get_username() if user is not None else None,
+            writer.user.get_username() if writer.user is not None else None,
             report.stored,
             report.unchanged,
             report.errors,

@@ -5,25 +5,22 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from memory.models import AttackResult, MessagePiece, Score
-from redteam.common.roles import READ_ONLY_GROUP, REVIEWER_GROUP
 from redteam.core.identity import ComponentIdentifier as CoreIdentifier
-from redteam.site.roles import ensure_roles
+from tests.access import grant_everywhere
 from tests.memory.row_factories import core_scorer, store_identifier
 
 PASSWORD = "pw-review-123"
 
 
 def make_user(username: str, role: str | None = "reviewer") -> User:
-    """A user in the reviewer or read-only group (None: no role at all)."""
-    ensure_roles()
+    """A user with `role` in every operation of the test (None: no role at all)."""
     user = User.objects.create_user(username, password=PASSWORD)
     if role is not None:
-        group = Group.objects.get(name=REVIEWER_GROUP if role == "reviewer" else READ_ONLY_GROUP)
-        user.groups.add(group)
+        grant_everywhere(user, role)
     return user
 
 
