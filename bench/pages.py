@@ -114,7 +114,7 @@ def _store_identifiers() -> Identifiers:
         errors: list[Any] = []
         parsed = parse_identifier(ci.model_dump(), "bench", legacy=False, errors=errors)
         assert parsed is not None, errors
-        store_identifier_uses([parsed])
+        store_identifier_uses([(parsed, None)])
         return parsed.hash, parsed.digest
 
     ids = Identifiers()

@@ -195,7 +195,7 @@ def _store_identifier_rows(rows: Sequence[sqlite3.Row]) -> list[ItemOutcome]:
         status = "unchanged" if use.hash in present else "stored"
         outcomes.append(ItemOutcome("identifiers", i, row["hash"], status))  # type: ignore[arg-type]
     with transaction.atomic():
-        store_identifier_uses(uses)
+        store_identifier_uses((use, None) for use in uses)
     return outcomes
 
 

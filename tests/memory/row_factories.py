@@ -28,8 +28,9 @@ from memory.models import (
     PieceConverter,
 )
 from memory.parsing import ParsedIdentifier, parse_identifier
-from redteam.common.models import MediaBlob
+from redteam.common.models import MediaBlob, Operation
 from redteam.core.identity import ComponentIdentifier as CoreIdentifier
+from redteam.core.operations import UNASSIGNED, labelled_operation
 
 # --------------------------------------------------------------------------------------------
 # Identifiers
@@ -113,12 +114,22 @@ def strategy_of(atomic: CoreIdentifier) -> CoreIdentifier | None:
     return atomic.get_child("attack")
 
 
-def store_identifier(identifier: CoreIdentifier) -> ParsedIdentifier:
-    """Store an identifier tree's rows and its dump exactly as ingestion does."""
+def operation_named(labels: Mapping[str, Any] | None) -> Operation:
+    """The operation a labels dict names (as ingestion reads it), else `unassigned`."""
+    name = labelled_operation(dict(labels or {})) or UNASSIGNED
+    operation, _ = Operation.objects.get_or_create(name=name)
+    return operation
+
+
+def store_identifier(
+    identifier: CoreIdentifier, operation: Operation | None = None
+) -> ParsedIdentifier:
+    """Store an identifier tree's rows and its dump exactly as ingestion does, used in
+    `operation` (None: not yet used anywhere)."""
     errors: list[Any] = []
     parsed = parse_identifier(identifier.model_dump(), "identifier", legacy=False, errors=errors)
     assert parsed is not None, errors
-    store_identifier_uses([parsed])
+    store_identifier_uses([(parsed, operation.pk if operation is not None else None)])
     return parsed
 
 
@@ -206,7 +217,7 @@ def make_piece(
         converted_media=spec.media,
     )
     for position, conv in enumerate(spec.converters):
-        parsed = store_identifier(conv)
+        parsed = store_identifier(conv, conversation.operation)
         PieceConverter.objects.create(
             piece=piece, position=position, identifier_id=parsed.hash, dump_id=parsed.digest
         )
@@ -234,12 +245,16 @@ def make_conversation(
     start: datetime | None = None,
     labels: Mapping[str, str] | None = None,
 ) -> Conversation:
-    """A conversation with messages (a count means alternating user/assistant text turns)."""
+    """A conversation with messages (a count means alternating user/assistant text turns), in
+    the operation its labels name (else `unassigned`)."""
     if isinstance(messages, int):
         messages = text_turns(messages)
-    target_parsed = store_identifier(target or core_target())
+    operation = operation_named(labels)
+    target_parsed = store_identifier(target or core_target(), operation)
     conversation = Conversation.objects.create(
         conversation_id=conversation_id or str(uuid.uuid4()),
+        operation=operation,
+        operation_claimed=bool(labels and labelled_operation(dict(labels))),
         target_identifier_id=target_parsed.hash,
         target_dump_id=target_parsed.digest,
         declared=True,
@@ -308,9 +323,15 @@ def make_attack_result(
     related: Sequence[tuple[str, str]] = (),
     executed_turns: int = 1,
 ) -> AttackResult:
-    """An attack result with denormalised attack/target/converter columns, like ingestion."""
+    """An attack result with denormalised attack/target/converter columns, like ingestion, in
+    the operation its labels name (else its conversation's)."""
     atomic = atomic or core_atomic_attack()
-    parsed = store_identifier(atomic)
+    operation = (
+        operation_named(labels)
+        if labels and labelled_operation(dict(labels))
+        else conversation.operation
+    )
+    parsed = store_identifier(atomic, operation)
     strategy = strategy_of(atomic)
     target = strategy.get_child("objective_target") if strategy else None
     converters = strategy.get_child_list("request_converters") if strategy else []
@@ -318,6 +339,7 @@ def make_attack_result(
         last_response = conversation.pieces.order_by("-sequence").first()
     result = AttackResult.objects.create(
         attack_result_id=uuid.uuid4(),
+        operation=operation,
         conversation=conversation,
         objective=objective,
         objective_sha256=hashlib.sha256(objective.encode()).hexdigest(),

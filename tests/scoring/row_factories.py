@@ -11,7 +11,7 @@ from django.utils import timezone
 from memory.models import AttackResult, MessagePiece, Score
 from redteam.core.identity import ComponentIdentifier as CoreIdentifier
 from tests.access import grant_everywhere
-from tests.memory.row_factories import core_scorer, store_identifier
+from tests.memory.row_factories import core_scorer, operation_named, store_identifier
 
 PASSWORD = "pw-review-123"
 
@@ -37,10 +37,18 @@ def make_score(
     reviewer: User | None = None,
     timestamp: datetime | None = None,
 ) -> Score:
-    """A score on a piece (through its original_prompt_id) and/or an attack result."""
-    parsed = store_identifier(scorer or core_scorer())
+    """A score on a piece (through its original_prompt_id) and/or an attack result, in the
+    operation of what it scores (else `unassigned`)."""
+    if attack_result is not None:
+        operation = attack_result.operation
+    elif piece is not None:
+        operation = piece.conversation.operation
+    else:
+        operation = operation_named(None)
+    parsed = store_identifier(scorer or core_scorer(), operation)
     return Score.objects.create(
         id=uuid.uuid4(),
+        operation=operation,
         score_value=value,
         status="complete" if value is not None else "undetermined",
         score_value_description="",
