@@ -33,7 +33,8 @@ from memory.querysets import (
 )
 from memory.views import filter_form_context
 from redteam.common.pagination import BadCursor, request_page
-from redteam.common.roles import can_record_verdicts, viewer_required
+from redteam.common.access import Scope, scope_for
+from redteam.common.roles import viewer_required
 from redteam.common.typing import User
 from redteam.core.textview import display_text
 from redteam.core.trees import TreeNode
@@ -151,6 +152,12 @@ def _queue_neighbours(request: HttpRequest, current: AttackResult | None) -> dic
 
 
 @require_GET
+def _records_verdicts(scope: Scope) -> bool:
+    """True when the caller may record verdicts in at least one operation."""
+    allowed = scope.verdict_operation_ids()
+    return allowed is None or bool(allowed)
+
+
 @viewer_required
 def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpResponse:
     """A conversation reassembled: messages, pieces by data type, diffs, scores, verdicts."""
@@ -214,7 +221,7 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
             )
         )
     target_tree, legacy_attack_tree = _conversation_trees(conversation, pieces)
-    can_verdict = can_record_verdicts(request.user)
+    can_verdict = _records_verdicts(scope_for(request))
     context = {
         "conversation": conversation,
         "conversation_messages": messages_,
@@ -252,9 +259,10 @@ def _conversation_trees(conversation: Any, pieces: list[Any]) -> tuple[TreeNode 
 @viewer_required
 def verdict(request: HttpRequest, attack_result_id: uuid.UUID) -> HttpResponse:
     """Record a reviewer's verdict on an attack result (reviewer role only)."""
-    if not can_record_verdicts(request.user):
-        raise PermissionDenied("Recording verdicts needs the reviewer role.")
-    result = get_object_or_404(AttackResult, pk=attack_result_id)
+    scope = scope_for(request)
+    result = get_object_or_404(AttackResult.objects.visible_to(scope), pk=attack_result_id)
+    if not scope.may_record_verdicts(result.operation_id):
+        raise PermissionDenied("Recording verdicts needs the reviewer role in this operation.")
     form = VerdictForm(request.POST)
     page = reverse("scoring:conversation_detail", args=[result.conversation_id])
     if not form.is_valid():
@@ -268,6 +276,7 @@ def verdict(request: HttpRequest, attack_result_id: uuid.UUID) -> HttpResponse:
         record_verdict(
             attack_result=result,
             reviewer=request.user,
+            scope=scope,
             value=value,
             score_type=score_type,
             rationale=form.cleaned_data["rationale"],
@@ -336,7 +345,7 @@ def review_queue(request: HttpRequest) -> HttpResponse:
     view = request.GET.get("view") or "unreviewed"
     if view not in REVIEW_VIEWS:
         return HttpResponseBadRequest("Unknown queue.")
-    extra = {"view": view, "can_verdict": can_record_verdicts(request.user)}
+    extra = {"view": view, "can_verdict": _records_verdicts(scope_for(request))}
     return _render_result_page(request, view, "scoring/review_queue.html", extra)
 
 
@@ -486,7 +495,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     # label keys; results re-reviewed since the snapshot; results newer than the snapshot
     # or re-reviewed.
     if request.method == "POST":
-        if not can_record_verdicts(request.user):
+        if not _records_verdicts(scope_for(request)):
             raise PermissionDenied("Refreshing the dashboard needs the reviewer role.")
         refresh_outcome_tallies()
         messages.success(request, "Dashboard counts rebuilt.")
@@ -498,7 +507,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "data": data,
         "charts": charts,
         "label_key": label_key,
-        "can_refresh": can_record_verdicts(request.user),
+        "can_refresh": _records_verdicts(scope_for(request)),
     }
     return render(request, "scoring/dashboard.html", context)
 

@@ -11,10 +11,30 @@ from typing import Any
 
 from django.db.models.signals import post_save
 
-from redteam.common.models import Operation, OperationMembership
+from redteam.common.models import ApiKey, Operation, OperationMembership
+from redteam.core.operations import UNASSIGNED
 
 # user -> role, for the operations created while the current test runs.
 _EVERYWHERE: dict[Any, str] = {}
+# API keys bound to every operation of the current test.
+_KEYS: list[ApiKey] = []
+
+# Operations the test data names in its labels (the fixtures' and the factories'): an API key
+# may only write into operations that exist, so keys for general tests come with these.
+TEST_OPERATIONS = (
+    UNASSIGNED,
+    "fixture_op_1",
+    "op_scenario",
+    "op_other",
+    "op",
+    "op1",
+    "op2",
+    "op-text",
+    "op-vision",
+    "demo_op",
+    "op_2026_11",
+    "hostile",
+)
 
 
 def grant(user: Any, operation: Operation | str, role: str = "reviewer") -> OperationMembership:
@@ -34,10 +54,25 @@ def grant_everywhere(user: Any, role: str = "reviewer") -> None:
         grant(user, operation, role)
 
 
+def bind_everywhere(api_key: ApiKey, role: str = "reviewer") -> ApiKey:
+    """A key (and its user) in every operation of the test, TEST_OPERATIONS created first;
+    unlabelled items it sends go to `unassigned`."""
+    for name in TEST_OPERATIONS:
+        Operation.objects.get_or_create(name=name)
+    grant_everywhere(api_key.user, role)
+    api_key.operations.add(*Operation.objects.all())
+    api_key.default_operation = Operation.objects.get(name=UNASSIGNED)
+    api_key.save(update_fields=["default_operation"])
+    _KEYS.append(api_key)
+    return api_key
+
+
 def _on_operation_saved(sender: Any, instance: Operation, created: bool, **kwargs: Any) -> None:
     if created:
         for user, role in list(_EVERYWHERE.items()):
             grant(user, instance, role)
+        for key in _KEYS:
+            key.operations.add(instance)
 
 
 def connect() -> None:
@@ -48,3 +83,4 @@ def connect() -> None:
 def reset() -> None:
     """Forget the registered users (after each test)."""
     _EVERYWHERE.clear()
+    _KEYS.clear()

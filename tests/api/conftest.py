@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from redteam.common.models import ApiKey
+from tests.access import bind_everywhere
 from tests.fixtures_common import reviewer, reviewer_client
 
 __all__ = ["reviewer", "reviewer_client"]
@@ -34,9 +35,10 @@ def make_key(user: User) -> KeyFactory:
     """Create an API key (default: both scopes) and return the secret."""
 
     def make(*scopes: str, owner: User | None = None, **fields: Any) -> str:
-        _, key = ApiKey.objects.create_key(
+        row, key = ApiKey.objects.create_key(
             name="test", user=owner or user, scopes=list(scopes or ("ingest", "read")), **fields
         )
+        bind_everywhere(row)
         return key
 
     return make

@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
@@ -16,8 +16,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from redteam.common.models import ApiKey, AuditEvent
-from redteam.common.roles import READ_ONLY_GROUP
-from redteam.site.roles import ensure_roles
+from tests.access import grant
 from tests.api.conftest import KeyFactory, bearer_client
 
 pytestmark = pytest.mark.django_db
@@ -165,8 +164,7 @@ def test_session_user_reads_but_cannot_ingest_unless_staff(user: User) -> None:
     client.force_login(user)
     # No review role: nothing to read (tests/security/test_access_matrix.py has every URL).
     assert client.get(READ).status_code == 403
-    ensure_roles()
-    user.groups.add(Group.objects.get(name=READ_ONLY_GROUP))
+    grant(user, "op1", "read-only")
     client.force_login(User.objects.get(pk=user.pk))
     assert client.get(READ).status_code == 200
     assert client.post(INGEST, "{}", content_type="application/json").status_code == 403

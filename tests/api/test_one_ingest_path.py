@@ -118,8 +118,8 @@ def _recording(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[list[Outcome],
     guarded: list[Any] = []
     real_store, real_guard = ingest.store_items, ingest.guard_error
 
-    def store(kind: str, items: list[Any], *, user: Any = None) -> list[ItemOutcome]:
-        answer = real_store(kind, items, user=user)
+    def store(kind: str, items: list[Any], *, writer: Any) -> list[ItemOutcome]:
+        answer = real_store(kind, items, writer=writer)
         outcomes.extend(
             (o.kind, o.index, o.id, o.status, [e.as_dict() for e in o.errors]) for o in answer
         )
@@ -224,8 +224,8 @@ def test_ingest_batch_hands_the_sender_to_every_service(
     seen: dict[str, Any] = {}
 
     def fake(kind: str) -> Callable[..., list[ItemOutcome]]:
-        def store(items: Sequence[Mapping[str, Any]], *, user: Any = None) -> list[ItemOutcome]:
-            seen[kind] = user
+        def store(items: Sequence[Mapping[str, Any]], *, writer: Any = None) -> list[ItemOutcome]:
+            seen[kind] = writer.user
             return [ItemOutcome(kind, i, None, "stored") for i, _ in enumerate(items)]
 
         return store

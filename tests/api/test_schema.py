@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from rest_framework.test import APIClient
 
-from redteam.site.roles import ensure_roles
+from tests.access import grant
 
 pytestmark = pytest.mark.django_db
 
@@ -43,8 +43,7 @@ def test_schema_documents_every_endpoint_and_the_bearer_key(api: APIClient) -> N
 
 
 def test_docs_page_is_served_from_local_files(user: User) -> None:
-    _, read_only = ensure_roles()
-    user.groups.add(read_only)
+    grant(user, "op1", "read-only")
     client = Client()
     client.force_login(user)
     response = client.get("/api/docs/")

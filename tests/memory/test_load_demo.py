@@ -11,7 +11,9 @@ from django.core.management import call_command
 
 from memory.models import AttackResult, Conversation, MessagePiece, Score
 from redteam.common.models import MediaBlob
-from redteam.common.roles import READ_ONLY_GROUP, REVIEWER_GROUP
+from memory.models import Conversation
+from redteam.common.access import user_scope
+from redteam.common.models import Operation, OperationMembership, OperationRole
 
 pytestmark = pytest.mark.django_db
 
@@ -82,19 +84,21 @@ def models_f(name: str) -> object:
     return F(name)
 
 
-def test_demo_user_is_staff_reviewer_and_roles_exist(settings: object) -> None:
+def test_demo_user_is_staff_and_leads_every_operation_of_the_data(settings: object) -> None:
     settings.DEBUG = True  # type: ignore[attr-defined]
     settings.REDTEAM_FIXTURES = "/nonexistent"  # type: ignore[attr-defined]
-    run("--no-synthetic")
+    run()
     user = get_user_model().objects.get(username="demo")
     assert user.is_staff
     assert not user.is_superuser
     assert user.check_password("demo-password")
-    assert user.groups.filter(name=REVIEWER_GROUP).exists()
-    assert user.has_perm("memory.record_verdict")
-    from django.contrib.auth.models import Group
-
-    assert Group.objects.filter(name=READ_ONLY_GROUP).exists()
+    operations = set(Operation.objects.values_list("name", flat=True))
+    assert "demo_op" in operations
+    led = OperationMembership.objects.filter(user=user, role=OperationRole.LEAD)
+    assert set(led.values_list("operation__name", flat=True)) == operations
+    # Every synthetic row landed in an operation the demo user leads.
+    assert not Conversation.objects.filter(operation=None).exists()
+    assert user_scope(user).may_record_verdicts(Operation.objects.get(name="demo_op").pk)
 
 
 def test_production_password_is_random_and_printed(settings: object) -> None:

@@ -25,7 +25,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import connections
 
-from redteam.common.models import ApiKey
+from redteam.common.models import ApiKey, Operation, OperationMembership
+from tests.access import TEST_OPERATIONS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ALIAS = "served"
@@ -76,7 +77,17 @@ class ServedApp:
         user = users.filter(username=username).first() or users.create_user(username)
         api_key = ApiKey(name=username, user=user, scopes=list(scopes or ("ingest", "read")))
         key = ApiKey.objects.assign_key(api_key)
+        operations = [
+            Operation.objects.using(self.alias).get_or_create(name=name)[0]
+            for name in TEST_OPERATIONS
+        ]
+        for operation in operations:
+            OperationMembership.objects.using(self.alias).get_or_create(
+                user=user, operation=operation, defaults={"role": "reviewer"}
+            )
+        api_key.default_operation = operations[0]
         api_key.save(using=self.alias)
+        api_key.operations.add(*operations)
         return api_key, key
 
     def alive(self) -> bool:

@@ -1,4 +1,5 @@
-"""`manage.py load_demo`: demo login, roles, PyRIT fixture rows and synthetic demo memory.
+"""`manage.py load_demo`: demo login, PyRIT fixture rows, synthetic demo memory, and the demo
+user as lead of every operation the data names.
 
 Idempotent: every batch goes through redteam.site.ingest.ingest_batch, the entry point of the
 API and of `import_pyrit_memory`, so a second run reports everything as unchanged. The PyRIT
@@ -16,17 +17,15 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
 from memory import services
 from redteam.common.media import store_media_bytes
-from redteam.common.roles import REVIEWER_GROUP
+from redteam.common.models import Operation, OperationMembership, OperationRole
 from redteam.core.outcomes import ItemOutcome
 from redteam.site.demo import build_demo_data, demo_payload
 from redteam.site.ingest import ingest_batch
-from redteam.site.roles import ensure_roles
 
 DEMO_USERNAME = "demo"
 DEV_PASSWORD = "demo-password"
@@ -74,15 +73,25 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        """Roles and user, then fixtures, then synthetic data; prints a summary per file."""
-        self._user(options.get("password"), bool(options.get("reset_password")))
+        """User, then fixtures, then synthetic data (a summary per file), then memberships."""
+        user = self._user(options.get("password"), bool(options.get("reset_password")))
         if not options.get("no_fixtures"):
             self._fixtures()
         if not options.get("no_synthetic"):
             self._synthetic()
+        self._memberships(user)
 
-    def _user(self, password: str | None, reset: bool) -> None:
-        ensure_roles()
+    def _memberships(self, user: Any) -> None:
+        """The demo user leads every operation (the data's labels created them)."""
+        operations = list(Operation.objects.order_by("name"))
+        OperationMembership.objects.bulk_create(
+            [OperationMembership(user=user, operation=op, role=OperationRole.LEAD) for op in operations],
+            ignore_conflicts=True,
+        )
+        names = ", ".join(str(op.name) for op in operations) or "none"
+        self.stdout.write(f"Demo user {DEMO_USERNAME!r} leads operations: {names}")
+
+    def _user(self, password: str | None, reset: bool) -> Any:
         user_model = get_user_model()
         user, created = user_model.objects.get_or_create(
             username=DEMO_USERNAME, defaults={"is_staff": True, "email": "demo@example.invalid"}
@@ -101,7 +110,7 @@ class Command(BaseCommand):
         if not user.is_staff:
             user.is_staff = True
             user.save(update_fields=["is_staff"])
-        user.groups.add(Group.objects.get(name=REVIEWER_GROUP))
+        return user
 
     def _report(self, label: str, outcomes: Sequence[ItemOutcome]) -> None:
         counts = {s: sum(1 for o in outcomes if o.status == s) for s in ("stored", "unchanged")}
