@@ -32,8 +32,8 @@ from memory.querysets import (
     references_to_conversation,
 )
 from memory.views import filter_form_context
-from redteam.common.pagination import BadCursor, request_page
 from redteam.common.access import Scope, scope_for
+from redteam.common.pagination import BadCursor, request_page
 from redteam.common.roles import viewer_required
 from redteam.common.typing import User
 from redteam.core.textview import display_text

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db.models.signals import post_save
 
 from redteam.common.models import ApiKey, Operation, OperationMembership
@@ -68,10 +69,20 @@ def bind_everywhere(api_key: ApiKey, role: str = "reviewer") -> ApiKey:
 
 
 def _on_operation_saved(sender: Any, instance: Operation, created: bool, **kwargs: Any) -> None:
-    if created:
-        for user, role in list(_EVERYWHERE.items()):
+    if not created:
+        return
+    # Rows flushed during the test (fresh_state) are skipped.
+    users = set(
+        get_user_model()
+        .objects.filter(pk__in=[u.pk for u in _EVERYWHERE])
+        .values_list("pk", flat=True)
+    )
+    for user, role in list(_EVERYWHERE.items()):
+        if user.pk in users:
             grant(user, instance, role)
-        for key in _KEYS:
+    keys = set(ApiKey.objects.filter(pk__in=[k.pk for k in _KEYS]).values_list("pk", flat=True))
+    for key in _KEYS:
+        if key.pk in keys:
             key.operations.add(instance)
 
 

@@ -50,6 +50,7 @@ from redteam.client import (
     json_column,
     resolve_media_path,
 )
+from redteam.common.access import Writer
 from redteam.common.models import MediaBlob
 from redteam.core.outcomes import FieldError, ItemOutcome
 from redteam.site.ingest import INGEST_KINDS, guard_error, ingest_batch
@@ -293,11 +294,17 @@ def iter_import(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     media_from: str | Path | None = None,
     media: bool = True,
+    operation: str | None = None,
 ) -> Iterator[ImportProgress]:
-    """Import the file chunk by chunk, yielding progress after each chunk (for progress bars)."""
+    """Import the file chunk by chunk, yielding progress after each chunk (for progress bars).
+
+    Rows go to the operations their labels name (created when missing: the command is
+    trusted); rows naming none to `operation` (default `unassigned`).
+    """
+    writer = Writer.trusted(default=operation)
     with PyritMemoryFile(path) as memory:
         report = ImportReport(path=str(path), line=memory.line)
-        yield from _import_tables(memory, report, chunk_size, media, media_from)
+        yield from _import_tables(memory, report, chunk_size, media, media_from, writer)
 
 
 def _run_kind(
@@ -307,6 +314,7 @@ def _run_kind(
     chunk_size: int,
     media: bool,
     media_from: str | Path | None,
+    writer: Writer,
 ) -> Iterator[ImportProgress]:
     """One registered table through ingest_batch, chunk by chunk, then its media."""
     total = memory.count(spec.table)
@@ -315,7 +323,7 @@ def _run_kind(
     seen: dict[str, str | None] = {}
     for items in memory.items(spec, chunk_size=chunk_size):
         # The API's path: one ingest batch (one transaction) per chunk.
-        outcomes = ingest_batch({spec.kind: items}).outcomes
+        outcomes = ingest_batch({spec.kind: items}, writer=writer).outcomes
         report.record(spec.table, outcomes)
         if media and spec.kind in ("message_pieces", "seeds"):
             stored = [i for i, o in zip(items, outcomes, strict=True) if o.ok]
@@ -348,13 +356,14 @@ def _import_tables(
     chunk_size: int,
     media: bool,
     media_from: str | Path | None,
+    writer: Writer,
 ) -> Iterator[ImportProgress]:
     """Every table: registered kinds, identifiers, edge checks, then what is not mapped."""
     tables = memory.tables
     # The server's dependency order (the reader's is the client's copy of it).
     specs = sorted(memory.specs(), key=lambda spec: INGEST_KINDS.index(spec.kind))
     for spec in specs:
-        yield from _run_kind(memory, spec, report, chunk_size, media, media_from)
+        yield from _run_kind(memory, spec, report, chunk_size, media, media_from, writer)
     if memory.line == "0.13" and "AttackResultEntries" in tables:
         report.table("AttackResultEntries").note = (
             "deprecated attack_identifier column not kept: it is the strategy inside "
@@ -402,6 +411,7 @@ def import_pyrit_memory(
     progress: Callable[[ImportProgress], None] | None = None,
     media_from: str | Path | None = None,
     media: bool = True,
+    operation: str | None = None,
 ) -> ImportReport:
     """Import the whole file; ``progress`` is called after each chunk. Returns the report.
 
@@ -409,7 +419,10 @@ def import_pyrit_memory(
     from the paths in the file where readable; ``media=False`` reads none.
     """
     report: ImportReport | None = None
-    for step in iter_import(path, chunk_size=chunk_size, media_from=media_from, media=media):
+    steps = iter_import(
+        path, chunk_size=chunk_size, media_from=media_from, media=media, operation=operation
+    )
+    for step in steps:
         report = step.report
         if progress is not None:
             progress(step)

@@ -19,6 +19,7 @@ from memory.models import MessagePiece
 from redteam.client import PyritMemoryFile, RedteamClient, main
 from redteam.common.models import ApiKey
 from redteam.site.pyrit_sqlite import import_pyrit_memory
+from tests.access import bind_everywhere
 from tests.api.pyrit_fixtures import LINES
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -46,7 +47,8 @@ MANUAL_CONVERSATIONS = {
 def new_client(url: str) -> RedteamClient:
     """A client with a fresh ingest+read key (users do not survive `fresh_state`)."""
     user, _ = User.objects.get_or_create(username=f"pusher-{uuid.uuid4().hex[:8]}")
-    _, key = ApiKey.objects.create_key(name="t", user=user, scopes=["ingest", "read"])
+    row, key = ApiKey.objects.create_key(name="t", user=user, scopes=["ingest", "read"])
+    bind_everywhere(row)
     return RedteamClient(url, key, batch_size=7, sleep=lambda _: None)
 
 

@@ -23,7 +23,7 @@ URL = "/api/v1/ingest/"
 FAKE = AuditEvent.objects.filter(action="fake")
 
 
-def fake_store(items: Sequence[Mapping[str, Any]], *, user: Any = None) -> list[ItemOutcome]:
+def fake_store(items: Sequence[Mapping[str, Any]], *, writer: Any = None) -> list[ItemOutcome]:
     """Store items as AuditEvent rows; "bad" items are invalid; same id, new body: conflict."""
     outcomes = []
     for index, item in enumerate(items):
@@ -54,7 +54,7 @@ def fake_store(items: Sequence[Mapping[str, Any]], *, user: Any = None) -> list[
     return outcomes
 
 
-def crashing_store(_items: Sequence[Mapping[str, Any]], *, user: Any = None) -> list[ItemOutcome]:
+def crashing_store(_items: Sequence[Mapping[str, Any]], *, writer: Any = None) -> list[ItemOutcome]:
     raise RuntimeError("boom")
 
 
@@ -165,9 +165,9 @@ def test_services_run_in_dependency_order(api: APIClient, monkeypatch: pytest.Mo
         monkeypatch.setitem(ingest.INGEST_SERVICES, kind, fake_store)
     real = ingest.store_items
 
-    def spy(kind: str, items: list[Any], *, user: Any = None) -> list[ItemOutcome]:
+    def spy(kind: str, items: list[Any], *, writer: Any = None) -> list[ItemOutcome]:
         seen.append(kind)
-        return real(kind, items, user=user)
+        return real(kind, items, writer=writer)
 
     monkeypatch.setattr(ingest, "store_items", spy)
     body = {k: [{"id": k}] for k in reversed(ingest.INGEST_KINDS)}

@@ -212,9 +212,9 @@ def test_api_import_and_load_demo_store_the_same_rows_and_outcomes(
 def test_every_service_takes_the_items_and_the_sender_the_same_way() -> None:
     for kind, store in ingest.INGEST_SERVICES.items():
         params = inspect.signature(store).parameters
-        assert list(params) == ["items", "user"], kind
-        assert params["user"].kind is inspect.Parameter.KEYWORD_ONLY, kind
-        assert params["user"].default is None, kind
+        assert list(params) == ["items", "writer"], kind
+        assert params["writer"].kind is inspect.Parameter.KEYWORD_ONLY, kind
+        assert params["writer"].default is None, kind
 
 
 def test_ingest_batch_hands_the_sender_to_every_service(

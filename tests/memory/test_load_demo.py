@@ -10,10 +10,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from memory.models import AttackResult, Conversation, MessagePiece, Score
-from redteam.common.models import MediaBlob
-from memory.models import Conversation
 from redteam.common.access import user_scope
-from redteam.common.models import Operation, OperationMembership, OperationRole
+from redteam.common.models import MediaBlob, Operation, OperationMembership, OperationRole
 
 pytestmark = pytest.mark.django_db
 

@@ -26,6 +26,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from redteam.common.models import ApiKey
 from redteam.wsgi import application
+from tests.access import bind_everywhere
 from tests.api.pyrit_fixtures import LINES, fixture_payload, scenario_rows
 from tests.api.test_scenario_results import LEGACY_ROW
 from tests.reliability.payloads import batch_body, make_corpus, scorer_template
@@ -42,7 +43,9 @@ EXCLUDED_CHECKS = [positive_data_acceptance]
 @pytest.fixture
 def fuzz_key(db: None) -> str:
     user = get_user_model().objects.create_user("fuzzer")
-    return ApiKey.objects.create_key(name="fuzz", user=user, scopes=["ingest", "read"])[1]
+    row, key = ApiKey.objects.create_key(name="fuzz", user=user, scopes=["ingest", "read"])
+    bind_everywhere(row)
+    return key
 
 
 @pytest.fixture

@@ -13,11 +13,11 @@ from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test import Client
 from django.urls import reverse
+from redteam.site.roles import ensure_roles
 
 from memory.models import AttackResult, Score
 from redteam.common.models import AuditEvent
 from redteam.common.roles import REVIEWER_GROUP
-from redteam.site.roles import ensure_roles
 from scoring.services import record_verdict
 from tests.memory.row_factories import make_attack_result, make_conversation
 

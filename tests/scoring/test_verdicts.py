@@ -11,11 +11,11 @@ from django.contrib.auth.models import Group, User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.test import Client
 from django.urls import reverse
+from redteam.site.roles import ensure_roles
 
 from memory.models import ComponentIdentifier, Conversation, IdentifierDump, Score
 from redteam.common.models import AuditEvent
 from redteam.common.roles import READ_ONLY_GROUP, REVIEWER_GROUP
-from redteam.site.roles import ensure_roles
 from scoring.services import record_verdict
 from tests.memory.row_factories import make_attack_result, make_conversation
 from tests.scoring.row_factories import make_user

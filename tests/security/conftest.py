@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from redteam.site.roles import ensure_roles
 
 from redteam.common.models import ApiKey
 from redteam.common.roles import READ_ONLY_GROUP, REVIEWER_GROUP
-from redteam.site.roles import ensure_roles
 from tests.api.pyrit_fixtures import SCENARIO_FIXTURES
 
 # A 1x1 PNG.

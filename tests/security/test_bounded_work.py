@@ -24,6 +24,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import resolve, reverse
+from redteam.site.roles import ensure_roles
 
 from memory.models import AttackResult, ComponentIdentifier
 from redteam.client import path_id
@@ -39,7 +40,7 @@ from redteam.core.trees import (
     rebuild_from_rows,
     tree_from_dump,
 )
-from redteam.site.roles import ensure_roles
+from tests.access import bind_everywhere
 from tests.security import hostile_payloads as hp
 
 pytestmark = pytest.mark.django_db
@@ -62,7 +63,8 @@ def reviewer(db: None) -> Client:
 def api(db: None) -> Client:
     """An API client with an ingest+read key."""
     owner = get_user_model().objects.create_user("bounded-pusher")
-    key = ApiKey.objects.create_key(name="k", user=owner, scopes=["ingest", "read"])[1]
+    _row, key = ApiKey.objects.create_key(name="k", user=owner, scopes=["ingest", "read"])
+    bind_everywhere(_row)
     return Client(HTTP_AUTHORIZATION=f"Bearer {key}", raise_request_exception=True)
 
 

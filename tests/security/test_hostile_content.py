@@ -28,11 +28,12 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
+from redteam.site.roles import ensure_roles
 
 from memory.models import AttackResult, Conversation, MessagePiece
 from redteam.common.models import ApiKey
 from redteam.common.roles import REVIEWER_GROUP
-from redteam.site.roles import ensure_roles
+from tests.access import bind_everywhere
 from tests.reliability.payloads import make_piece
 
 pytestmark = pytest.mark.django_db
@@ -215,7 +216,8 @@ def test_hostile_corpus_renders_inert_and_never_reads_outside_the_media_store(
 ) -> None:
     caplog.set_level(logging.ERROR, logger="django.request")
     owner = get_user_model().objects.create_user("hostile-pusher")
-    key = ApiKey.objects.create_key(name="k", user=owner, scopes=["ingest", "read"])[1]
+    _row, key = ApiKey.objects.create_key(name="k", user=owner, scopes=["ingest", "read"])
+    bind_everywhere(_row)
     api = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
     media_root = Path(settings.MEDIA_ROOT)
     pieces = _corpus(garak, canary, media_root)

@@ -26,9 +26,9 @@ from django.core.management import CommandError, call_command
 from django.db import connection, connections
 from django.test.client import Client
 from django.urls import reverse
+from redteam.site.roles import ensure_roles
 
 from redteam.common.roles import READ_ONLY_GROUP
-from redteam.site.roles import ensure_roles
 from seeds.models import Seed, SeedDataset, SeedGroup
 from seeds.querysets import SEEDS_SHOWN_PER_GROUP
 

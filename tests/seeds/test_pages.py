@@ -10,11 +10,11 @@ import pytest
 from django.contrib.auth.models import Group, Permission, User
 from django.test.client import Client
 from django.urls import reverse
+from redteam.site.roles import ensure_roles
 
 from memory.models import AttackResult, MessagePiece
 from memory.services import store_attack_results, store_conversations, store_message_pieces
 from redteam.common.roles import READ_ONLY_GROUP
-from redteam.site.roles import ensure_roles
 from seeds.models import Seed, SeedDataset
 
 from .factories import make_dataset, make_group, make_seed

@@ -8,6 +8,7 @@ from typing import Any, TextIO, cast
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from redteam.core.operations import OperationLabelError, labelled_operation
 from redteam.site.pyrit_sqlite import (
     DEFAULT_CHUNK_SIZE,
     ImportProgress,
@@ -46,6 +47,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-media", action="store_true", help="Store no media bytes (paths only)."
         )
+        parser.add_argument(
+            "--operation",
+            metavar="NAME",
+            help="Operation for rows whose labels name none (default: unassigned); rows "
+            "labelled with an operation go there, which is created if missing.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         """Run the import chunk by chunk with a progress bar per table, then print a summary."""
@@ -56,6 +63,11 @@ class Command(BaseCommand):
             raise CommandError("--chunk-size must be at least 1.")
         if options["media_from"] and not Path(options["media_from"]).is_dir():
             raise CommandError(f"--media-from: no such folder: {options['media_from']}")
+        if options["operation"] is not None:
+            try:
+                labelled_operation({"operation": options["operation"]})
+            except OperationLabelError as exc:
+                raise CommandError(f"--operation {exc}") from None
         show = not options["no_progress"]
         bar: tqdm[Any] | None = None
         current = ""
@@ -66,6 +78,7 @@ class Command(BaseCommand):
                 chunk_size=options["chunk_size"],
                 media_from=options["media_from"],
                 media=not options["no_media"],
+                operation=options["operation"],
             )
             for step in steps:
                 report = step.report

@@ -85,7 +85,10 @@ class Command(BaseCommand):
         """The demo user leads every operation (the data's labels created them)."""
         operations = list(Operation.objects.order_by("name"))
         OperationMembership.objects.bulk_create(
-            [OperationMembership(user=user, operation=op, role=OperationRole.LEAD) for op in operations],
+            [
+                OperationMembership(user=user, operation=op, role=OperationRole.LEAD)
+                for op in operations
+            ],
             ignore_conflicts=True,
         )
         names = ", ".join(str(op.name) for op in operations) or "none"
