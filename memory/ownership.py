@@ -101,12 +101,15 @@ def preload(writer: Writer, labels: Iterable[Any]) -> None:
 class ConversationPlacer:
     """Places items into the (locked) conversations of one batch and remembers the moves."""
 
-    def __init__(self, conversations: Mapping[str, Conversation], writer: Writer) -> None:
+    def __init__(
+        self, conversations: Mapping[str, Conversation], writer: Writer, *, adopt: bool = True
+    ) -> None:
         self.conversations = conversations
         self.writer = writer
         self.moved: dict[str, tuple[int, int]] = {}
         self.touched: set[str] = set()
-        self._adopt_referenced()
+        if adopt:
+            self._adopt_referenced()
 
     def _adopt_referenced(self) -> None:
         """A conversation created now that an attack result already names joins its operation."""
@@ -175,6 +178,8 @@ class ConversationPlacer:
 
     def finish(self) -> None:
         """Write the placements: conversation rows, then what moved with the moved ones."""
+        if not self.touched:
+            return
         rows = [self.conversations[cid] for cid in sorted(self.touched)]
         bulk_update(Conversation, rows, ["operation", "operation_claimed"])
         if self.moved:
@@ -206,6 +211,7 @@ def move_conversations(moves: Mapping[str, tuple[int, int]]) -> None:
             roots.update(h for h in values if h)
         roots.update(
             PieceConverter.objects.filter(piece__conversation_id__in=ids)
+            .order_by()
             .values_list("identifier_id", flat=True)
             .distinct()
         )

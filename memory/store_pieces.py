@@ -263,9 +263,7 @@ def _decide_pieces(
 ) -> None:
     """Compare candidates with stored rows, then insert the new ones (see store_pieces)."""
     conversation_ids = {e.parsed.row["conversation_id"] for e in candidates}
-    preload(writer, (e.parsed.row["labels"] for e in candidates))
     conversations = lock_conversations(conversation_ids)
-    placer = ConversationPlacer(conversations, writer)
     ids = [pid for e in candidates if (pid := e.parsed.id) is not None]
     sequences = sorted({e.parsed.row["sequence"] for e in candidates})
     # Two index lookups in one statement (primary key; conversation+sequence): an OR of the
@@ -321,9 +319,11 @@ def _decide_pieces(
             )
         else:
             entry.status = "new"
-    for entry in candidates:
-        if entry.status != "new":
-            continue
+    fresh = [e for e in candidates if e.status == "new"]
+    if fresh:
+        preload(writer, (e.parsed.row["labels"] for e in fresh))
+    placer = ConversationPlacer(conversations, writer, adopt=bool(fresh))
+    for entry in fresh:
         piece = entry.parsed
         try:
             named = named_operation(piece.row["labels"], writer, prefix)
@@ -452,8 +452,9 @@ def store_conversations(
     valid = batch.pending()
     if not valid:
         return batch.outcomes()
-    writer.load([])
     conversations = lock_conversations(e.parsed.row["conversation_id"] for e in valid)
+    if any(c.operation_id is None for c in conversations.values()):
+        writer.load([])
     placer = ConversationPlacer(conversations, writer)
     now = timezone.now()
     changed: list[Conversation] = []

@@ -178,7 +178,6 @@ def _decide_results(
     latest = AttackResult.objects.filter(conversation_id=OuterRef("pk")).order_by(
         F("timestamp").desc(nulls_last=True), "-ingested_at"
     )
-    preload(writer, (e.parsed.row["labels"] for e in valid))
     conversations = lock_conversations(
         (e.parsed.row["conversation_id"] for e in valid),
         latest_result_timestamp=Subquery(latest.values("timestamp")[:1]),
@@ -197,9 +196,12 @@ def _decide_results(
         if related_ids
         else {}
     )
-    placer = ConversationPlacer({**related_rows, **conversations}, writer)
     ids = [rid for e in valid if (rid := e.parsed.id) is not None]
     stored = {r.pk: r for r in AttackResult.objects.filter(pk__in=ids)}
+    fresh = [e for e in valid if e.parsed.id not in stored]
+    if fresh:
+        preload(writer, (e.parsed.row["labels"] for e in fresh))
+    placer = ConversationPlacer({**related_rows, **conversations}, writer, adopt=bool(fresh))
     related: dict[uuid.UUID, list[dict[str, Any]]] = {pk: [] for pk in stored}
     if stored:
         for ref in ConversationReference.objects.filter(attack_result_id__in=list(stored)).values(

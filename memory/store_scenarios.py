@@ -146,8 +146,9 @@ def store_scenario_results(
         _store_embedded(valid, writer)
     if not (valid := batch.pending()):
         return batch.outcomes()
-    preload(writer, (e.parsed.row["labels"] for e in valid))
     stored = {s.pk: s for s in ScenarioResult.objects.filter(pk__in=[e.parsed.id for e in valid])}
+    if fresh := [e for e in valid if e.parsed.id not in stored]:
+        preload(writer, (e.parsed.row["labels"] for e in fresh))
     new: list[ParsedScenarioResult] = []
     for entry in valid:
         scenario = entry.parsed

@@ -146,6 +146,8 @@ def _place_scores(
             if op is not None:
                 piece_ops.setdefault(pid, set()).add(op)
     placed: dict[int, int] = {}
+    if any(id(e) not in given for e in valid):
+        writer.load([])
     for entry in valid:
         op = given.get(id(entry))
         if op is None:
@@ -183,7 +185,6 @@ def store_parsed_scores(
     batch = Batch.of(SCORES, parsed)
     if not (valid := batch.pending()):
         return batch.outcomes()
-    writer.load([])
     stored = {s.pk: s for s in Score.objects.filter(pk__in=[e.parsed.id for e in valid])}
     given: dict[int, int | None] = {}
     if operations is not None:

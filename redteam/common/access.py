@@ -259,17 +259,20 @@ class Writer:
         return writer
 
     def load(self, names: Iterable[str]) -> None:
-        """Look up (trusted: create) the named operations and the default: one query."""
+        """Look up (trusted: create) the named operations and the default: one query, two
+        more the first time a trusted caller names a new operation."""
         wanted = {n for n in names if n not in self._by_name}
         if self.default_name is not None and self.default_name not in self._by_name:
             wanted.add(self.default_name)
         if not wanted:
             return
-        if self.create_missing:
-            Operation.objects.bulk_create(
-                [Operation(name=n) for n in sorted(wanted)], ignore_conflicts=True
-            )
         found = {op.name: op for op in Operation.objects.filter(name__in=sorted(wanted))}
+        missing = sorted(wanted - set(found))
+        if missing and self.create_missing:
+            Operation.objects.bulk_create(
+                [Operation(name=n) for n in missing], ignore_conflicts=True
+            )
+            found.update((op.name, op) for op in Operation.objects.filter(name__in=missing))
         for name in wanted:
             self._by_name[name] = found.get(name)
 

@@ -9,6 +9,8 @@ import pytest
 
 from memory.models import Score, ScoreSource
 from memory.store_scores import store_scores
+from redteam.common.models import Operation
+from redteam.core.operations import UNASSIGNED
 from tests.memory import factories as f
 
 pytestmark = pytest.mark.django_db
@@ -187,9 +189,11 @@ def test_non_object_items_are_rejected_not_crashing() -> None:
 @pytest.mark.parametrize("size", [2, 200])
 def test_score_batch_costs_constant_queries(size: int, django_assert_num_queries: Any) -> None:
     items = [f.score(message_piece_id=str(uuid.uuid4())) for _ in range(size)]
-    # SAVEPOINT; SELECT stored scores by id; INSERT identifiers; INSERT identifier dumps;
-    # INSERT (COPY on PostgreSQL) scores; RELEASE SAVEPOINT.
-    with django_assert_num_queries(6):
+    Operation.objects.create(name=UNASSIGNED)
+    # SAVEPOINT; SELECT stored scores by id; SELECT the scored pieces' operations; SELECT the
+    # default operation; INSERT identifiers; INSERT identifier dumps; INSERT identifier
+    # operations; INSERT (COPY on PostgreSQL) scores; RELEASE SAVEPOINT.
+    with django_assert_num_queries(9):
         outcomes = store_scores(items)
     assert {o.status for o in outcomes} == {"stored"}
     # SAVEPOINT; SELECT stored scores; RELEASE SAVEPOINT.

@@ -21,7 +21,9 @@ from memory.models import (
     Score,
 )
 from redteam.common.media import store_media_bytes
+from redteam.common.models import Operation
 from redteam.core.identity import ComponentIdentifier as CI
+from redteam.core.operations import UNASSIGNED
 from redteam.core.reassembly import INCONSISTENT_ROLES
 from tests.memory import factories as f
 
@@ -482,11 +484,14 @@ def test_piece_batch_costs_the_same_queries_whatever_its_size(
     size: int, django_assert_num_queries: Any
 ) -> None:
     items = batch(size, f"q{size}")
+    Operation.objects.create(name=UNASSIGNED)
     # SAVEPOINT; INSERT conversation stubs (ON CONFLICT DO NOTHING); SELECT conversations
-    # FOR UPDATE; SELECT stored pieces (ids UNION conversation+sequence); INSERT identifiers;
-    # INSERT identifier dumps; INSERT (COPY on PostgreSQL) pieces; INSERT piece converters;
-    # UPDATE conversation summaries (one executemany); RELEASE SAVEPOINT.
-    with django_assert_num_queries(10):
+    # FOR UPDATE; SELECT stored pieces (ids UNION conversation+sequence); SELECT the default
+    # operation; SELECT attack results naming the new conversations; INSERT identifiers;
+    # INSERT identifier dumps; INSERT identifier operations; INSERT (COPY on PostgreSQL)
+    # pieces; INSERT piece converters; UPDATE conversation summaries (one executemany);
+    # UPDATE their operations; RELEASE SAVEPOINT.
+    with django_assert_num_queries(14):
         outcomes = services.store_message_pieces(items)
     assert {o.status for o in outcomes} == {"stored"}
     # SAVEPOINT; INSERT stubs; SELECT conversations; SELECT stored pieces; SELECT their
@@ -501,9 +506,11 @@ def test_conversation_and_attack_result_batches_cost_constant_queries(
     size: int, django_assert_num_queries: Any
 ) -> None:
     convs = [f.conversation(conversation_id=f"k{size}-{i}") for i in range(size)]
-    # SAVEPOINT; INSERT stubs; SELECT FOR UPDATE; INSERT identifiers; INSERT dumps;
-    # UPDATE conversations; RELEASE.
-    with django_assert_num_queries(7):
+    Operation.objects.create(name=UNASSIGNED)
+    # SAVEPOINT; INSERT stubs; SELECT FOR UPDATE; SELECT the default operation; SELECT attack
+    # results naming them; INSERT identifiers; INSERT dumps; INSERT identifier operations;
+    # UPDATE conversations; UPDATE their operations; RELEASE.
+    with django_assert_num_queries(11):
         services.store_conversations(convs)
     results = [
         f.attack_result(
@@ -516,11 +523,16 @@ def test_conversation_and_attack_result_batches_cost_constant_queries(
         )
         for i in range(size)
     ]
-    # SAVEPOINT; last responses: INSERT stubs, SELECT conversations, SELECT pieces, INSERT
-    # pieces, UPDATE summaries; last scores: SELECT scores, INSERT identifiers, INSERT dumps,
-    # INSERT scores; results: INSERT stubs, SELECT conversations, SELECT results, INSERT
-    # identifiers, INSERT dumps, INSERT results, INSERT references, UPDATE summaries; RELEASE.
-    with django_assert_num_queries(19):
+    # SAVEPOINT; last responses: INSERT stubs, SELECT conversations, SELECT pieces, SELECT
+    # the default operation, INSERT pieces, UPDATE summaries; last scores: SELECT scores,
+    # INSERT identifiers, INSERT dumps, INSERT identifier operations, INSERT scores; results:
+    # INSERT stubs, SELECT conversations, SELECT related conversations, SELECT results, SELECT
+    # the labelled operation, INSERT it, SELECT it, INSERT identifiers, INSERT dumps, INSERT
+    # identifier operations, INSERT results, INSERT references, UPDATE summaries; the results'
+    # label claims the conversations placed in the default operation: UPDATE their operation,
+    # UPDATE their scores, SELECT the identifiers they use (target, piece identifiers,
+    # converters), one SELECT per identifier tree level, INSERT identifier operations; RELEASE.
+    with django_assert_num_queries(33):
         outcomes = services.store_attack_results(results)
     assert {o.status for o in outcomes} == {"stored"}
 
