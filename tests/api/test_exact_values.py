@@ -25,6 +25,7 @@ from rest_framework.test import APIClient
 
 from memory.models import MessagePiece
 from redteam.common.fields import ExactCharField, ExactJSONField, ExactTextField
+from redteam.common.models import Operation
 from redteam.core.digests import is_sha256
 from redteam.core.storedtext import ESCAPE, NUL_MARK
 from tests.api.factories import attack_result, conversation, piece, score
@@ -493,6 +494,9 @@ def test_search_filters_and_pages_work_on_text_holding_nul(
         piece(cid, 1, role="assistant", text="plain answer"),
     ]
     result = attack_result(cid, labels={"operation": "op\x00one", "k\x00": "v"})
+    # An operation named with a NUL, created by its lead first: keys write only into
+    # operations that exist (the test key is bound to every operation of the test).
+    Operation.objects.create(name="op\x00one")
     response = ingest(api, {"message_pieces": rows, "attack_results": [result]})
     assert response.status_code == 200, response.content
 

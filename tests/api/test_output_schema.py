@@ -48,6 +48,7 @@ from memory.shapes import (
     SCORE_KEYS_ENTRY,
 )
 from redteam.client import path_id
+from redteam.common.access import user_scope
 from redteam.site.demo import build_demo_data, demo_payload
 from scoring.services import record_verdict
 from seeds.api.schema import SEED_CLASSES, SEED_KEYS_013, SEED_KEYS_1X
@@ -199,6 +200,7 @@ def corpus(api: APIClient, fixtures_dir: Path, reviewer: User) -> None:
     record_verdict(
         attack_result=result,
         reviewer=reviewer,
+        scope=user_scope(reviewer),
         value=True,
         score_type="true_false",
         rationale="checked by hand",
