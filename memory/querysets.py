@@ -186,6 +186,10 @@ def conversations_for_export() -> QuerySet[Conversation]:
 
 def attack_results_for_export() -> QuerySet[AttackResult]:
     """Attack results with their dumps, last response (and its dumps) and references."""
+    references: QuerySet[ConversationReference] = ConversationReference.objects.order_by("pk")
+    converters: QuerySet[PieceConverter] = PieceConverter.objects.select_related("dump").order_by(
+        "position"
+    )
     return AttackResult.objects.select_related(
         "atomic_attack_dump",
         "last_response__target_dump",
@@ -193,11 +197,8 @@ def attack_results_for_export() -> QuerySet[AttackResult]:
         "last_response__scorer_dump",
         "last_response__conversation__target_dump",
     ).prefetch_related(
-        Prefetch("related_conversations", queryset=ConversationReference.objects.order_by("pk")),
-        Prefetch(
-            "last_response__converters",
-            queryset=PieceConverter.objects.select_related("dump").order_by("position"),
-        ),
+        Prefetch("related_conversations", queryset=references),
+        Prefetch("last_response__converters", queryset=converters),
     )
 
 

@@ -298,7 +298,7 @@ def _decide_pieces(
     for entry in candidates:
         piece = entry.parsed
         old = stored_by_id.get(piece.id) if piece.id is not None else None
-        if old is not None and not writer.may_write(old.stored_operation):  # type: ignore[attr-defined]
+        if old is not None and not writer.may_write(old.stored_operation):
             # Never compared: "unchanged" or "conflict" would tell what another operation holds.
             entry.errors.append(FieldError(f"{prefix}id", f"This piece {NOT_WRITABLE}."))
             continue

@@ -140,11 +140,11 @@ def _place_scores(
     }
     piece_ops: dict[Any, set[int]] = {}
     if wanted:
-        for pid, op in MessagePiece.objects.filter(original_prompt_id__in=wanted).values_list(
+        for pid, piece_op in MessagePiece.objects.filter(original_prompt_id__in=wanted).values_list(
             "original_prompt_id", "conversation__operation_id"
         ):
-            if op is not None:
-                piece_ops.setdefault(pid, set()).add(op)
+            if piece_op is not None:
+                piece_ops.setdefault(pid, set()).add(piece_op)
     placed: dict[int, int] = {}
     if any(id(e) not in given for e in valid):
         writer.load([])
@@ -164,6 +164,7 @@ def _place_scores(
             except LabelRefused as refused:
                 entry.errors.append(refused.error)
                 continue
+        assert op is not None
         placed[id(entry)] = op
     return placed
 

@@ -918,6 +918,7 @@ class RedteamClient:
         max_retries: int = 5,
         backoff: float = 0.5,
         upload_media: bool = True,
+        operation: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         parts = urlsplit(base_url.rstrip("/"))
@@ -937,6 +938,9 @@ class RedteamClient:
         self.max_retries = max_retries
         self.backoff = backoff
         self.upload_media_files = upload_media
+        # Where items whose labels name no operation go (the server's ?operation=); None:
+        # the key's default operation.
+        self.operation = operation
         self._sleep = sleep
         self._conn: http.client.HTTPConnection | None = None
 
@@ -1299,6 +1303,12 @@ class RedteamClient:
         if count:
             yield batch
 
+    def _ingest_params(self, atomic: bool) -> dict[str, str] | None:
+        params = {"atomic": "1"} if atomic else {}
+        if self.operation is not None:
+            params["operation"] = self.operation
+        return params or None
+
     def _send_batch(self, batch: Batch, atomic: bool, result: PushResult) -> None:
         payload = {kind: [item for _, item in entries] for kind, entries in batch.items()}
         try:
@@ -1307,7 +1317,7 @@ class RedteamClient:
                 "/api/v1/ingest/",
                 body=_encode(payload),
                 content_type="application/json",
-                params={"atomic": "1"} if atomic else None,
+                params=self._ingest_params(atomic),
                 ok=(200, 207),
             )
         except RedteamHTTPError as exc:
@@ -1559,6 +1569,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="DIR",
         help="folder holding the run's media (default: the paths in the file)",
     )
+    push.add_argument(
+        "--operation",
+        default=None,
+        metavar="NAME",
+        help="operation for rows whose labels name none (default: the key's default)",
+    )
     push.add_argument("--batch-size", type=int, default=1000)
     args = parser.parse_args(argv)
     key = os.environ.get("REDTEAM_API_KEY", "")
@@ -1566,7 +1582,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("Set REDTEAM_API_KEY to an API key with the ingest scope.", file=sys.stderr)
         return 2
     try:
-        with RedteamClient(args.url, key, batch_size=args.batch_size) as client:
+        with RedteamClient(
+            args.url, key, batch_size=args.batch_size, operation=args.operation
+        ) as client:
             result = client.push_memory(
                 args.path,
                 labels=dict(args.label) or None,

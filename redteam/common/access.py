@@ -107,7 +107,7 @@ class Scope:
         return held is not None and ROLE_RANK[held] >= ROLE_RANK[OperationRole.LEAD]
 
     def verdict_operation_ids(self) -> frozenset[int] | None:
-        """Operations where the caller may record verdicts (None: all live ones)."""
+        """Operations where the caller may record verdicts (None: every live one)."""
         if self.everything:
             return None
         return frozenset(
@@ -158,7 +158,8 @@ def user_scope(user: User | None) -> Scope:
     if user is None or not user.is_authenticated or not user.is_active:
         return Scope.nothing()
     if user.is_superuser:
-        return Scope.everything_scope()
+        archived = Operation.objects.filter(archived=True).values_list("pk", flat=True)
+        return Scope(everything=True, archived=frozenset(archived))
     return _membership_scope(user)
 
 
@@ -174,7 +175,7 @@ def key_scope(api_key: ApiKey) -> Scope:
 
 def scope_for(request: HttpRequest | Any) -> Scope:
     """The scope of a request (browser session or API key), computed once per request."""
-    cached = getattr(request, _SCOPE_ATTR, None)
+    cached: Scope | None = getattr(request, _SCOPE_ATTR, None)
     if cached is not None:
         return cached
     auth = getattr(request, "auth", None)
@@ -269,10 +270,10 @@ class Writer:
         found = {op.name: op for op in Operation.objects.filter(name__in=sorted(wanted))}
         missing = sorted(wanted - set(found))
         if missing and self.create_missing:
-            Operation.objects.bulk_create(
-                [Operation(name=n) for n in missing], ignore_conflicts=True
-            )
-            found.update((op.name, op) for op in Operation.objects.filter(name__in=missing))
+            # One by one (rare: the first time a trusted import names an operation), so the
+            # creation is saved like any other (signals, audit).
+            for name in missing:
+                found[name] = Operation.objects.get_or_create(name=name)[0]
         for name in wanted:
             self._by_name[name] = found.get(name)
 

@@ -238,8 +238,9 @@ def ingest_batch(
 
     `writer` is who sent it and the operations it may write into (the API builds it from the
     request with Writer.for_request); without one the caller is trusted (the commands:
-    Writer.trusted, any operation, `user` as the author), and it is handed to every service. Raises PayloadError for a wrong top-level shape. Per-item problems come
-    back as rejected ItemOutcomes. Any unexpected exception rolls back the whole batch and
+    Writer.trusted, any operation, `user` as the author), and it is handed to every service.
+    Raises PayloadError for a wrong top-level shape. Per-item problems come back as rejected
+    ItemOutcomes. Any unexpected exception rolls back the whole batch and
     propagates.
     """
     lists = validate_payload(payload)

@@ -44,6 +44,16 @@ def key_for(
     scopes: tuple[str, ...] = ("ingest", "read"),
 ) -> APIClient:
     """A client whose key is bound to the named operations (created; the user a member)."""
+    return bearer_client(secret_for(user, *names, default=default, scopes=scopes))
+
+
+def secret_for(
+    user: User,
+    *names: str,
+    default: str | None = None,
+    scopes: tuple[str, ...] = ("ingest", "read"),
+) -> str:
+    """An API key bound to the named operations (created; the user a member)."""
     operations = [Operation.objects.get_or_create(name=n)[0] for n in names]
     for op in operations:
         grant(user, op, "reviewer")
@@ -52,7 +62,7 @@ def key_for(
     if default is not None:
         row.default_operation = Operation.objects.get(name=default)
         row.save()
-    return bearer_client(secret)
+    return secret
 
 
 @pytest.fixture
@@ -285,3 +295,14 @@ def test_import_command_places_unlabelled_rows_in_its_operation(fixtures_dir: Pa
     # Every conversation a result names is in that result's operation.
     for result in AttackResult.objects.select_related("conversation"):
         assert result.conversation.operation_id == result.operation_id
+
+
+def test_the_client_names_the_operation_of_unlabelled_rows(live_server: Any, owner: User) -> None:
+    from redteam.client import RedteamClient
+
+    secret = secret_for(owner, "alpha", "bravo", default="alpha")
+    cid = str(uuid.uuid4())
+    with RedteamClient(live_server.url, secret, operation="bravo") as client:
+        sent = client.push(pieces=[piece(cid, 0)])
+    assert sent.rejected == []
+    assert Conversation.objects.get(pk=cid).operation_id == op("bravo")
