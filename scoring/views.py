@@ -112,7 +112,7 @@ def _access(scope: Scope, result: AttackResult) -> dict[str, Any]:
     }
 
 
-def _may_record_somewhere(scope: Scope) -> bool:
+def _records_verdicts(scope: Scope) -> bool:
     """True when the viewer may record verdicts in at least one (live) operation."""
     allowed = scope.verdict_operation_ids()
     return allowed is None or bool(allowed)
@@ -404,7 +404,7 @@ def review_queue(request: HttpRequest) -> HttpResponse:
     view = request.GET.get("view") or "unreviewed"
     if view not in REVIEW_VIEWS:
         return HttpResponseBadRequest("Unknown queue.")
-    extra = {"view": view, "can_verdict": _may_record_somewhere(scope_for(request))}
+    extra = {"view": view, "can_verdict": _records_verdicts(scope_for(request))}
     return _render_result_page(request, view, "scoring/review_queue.html", extra)
 
 
@@ -571,7 +571,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     scope = scope_for(request)
     # The rebuild recounts every operation at once (one watermark for all): it reveals no
     # count, so any reviewer may trigger it.
-    can_refresh = _may_record_somewhere(scope)
+    can_refresh = _records_verdicts(scope)
     if request.method == "POST":
         if not can_refresh:
             raise PermissionDenied("Refreshing the dashboard needs the reviewer role.")
