@@ -3,6 +3,9 @@
 A human verdict is a Score with source="human" on an attack result. `true` (or a float of at
 least 0.5) means the objective was achieved; the latest verdict takes precedence over the
 automated outcome everywhere results are summarised.
+
+Reads take the viewer's scope (redteam.common.access) or a queryset the caller already scoped
+with `visible_to`: a verdict is shown only where its attack result is visible.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from django.db.models.functions import Cast
 from django.db.models.lookups import GreaterThanOrEqual
 
 from memory.models import AttackResult, Score, ScoreSource
+from redteam.common.access import Scope, ScopedQuerySet
 
 # A float verdict (0..1 harm/success rating) counts as "objective achieved" from here up.
 FLOAT_SUCCESS_THRESHOLD = 0.5
@@ -64,18 +68,19 @@ def disagrees(outcome: str, human: Score | None) -> bool:
     return success is not None and success != (outcome == "success")
 
 
-def human_scores() -> QuerySet[Score]:
+def human_scores() -> ScopedQuerySet[Score]:
     """Human verdicts, newest first."""
     return Score.objects.filter(source=ScoreSource.HUMAN).order_by("-timestamp", "-ingested_at")
 
 
-def latest_human_verdicts(result_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Score]:
-    """The latest human verdict of each given attack result (one query)."""
+def latest_human_verdicts(result_ids: Iterable[uuid.UUID], scope: Scope) -> dict[uuid.UUID, Score]:
+    """The latest visible human verdict of each given attack result (one query)."""
     ids = list(result_ids)
     latest: dict[uuid.UUID, Score] = {}
     if not ids:
         return latest
-    for score in human_scores().filter(attack_result_id__in=ids).select_related("reviewer"):
+    verdicts = human_scores().visible_to(scope).filter(attack_result_id__in=ids)
+    for score in verdicts.select_related("reviewer"):
         assert score.attack_result_id is not None
         latest.setdefault(score.attack_result_id, score)
     return latest
@@ -117,7 +122,11 @@ def has_human_verdict() -> Exists:
 
 
 def for_review(qs: QuerySet[AttackResult], view: str) -> QuerySet[AttackResult]:
-    """Restrict attack results to a review view: unreviewed, disagree, or reviewed."""
+    """Restrict attack results to a review view: unreviewed, disagree, or reviewed.
+
+    `qs` is already scoped to the viewer's operations; a result's verdicts are in its own
+    operation (record_verdict stores them there), so the verdict subqueries need no scope.
+    """
     if view == "unreviewed":
         return qs.filter(~has_human_verdict())
     reviewed = qs.filter(has_human_verdict())

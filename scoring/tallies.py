@@ -2,9 +2,11 @@
 
 Counting a million pieces' results on every page view would grow with the table, so the
 counts live in OutcomeTally rows rebuilt by `refresh_outcome_tallies` (a management command,
-or the dashboard's refresh button). The page reads those rows and adds the few results and
-verdicts that arrived after the snapshot, so it is exact and its cost does not grow with the
-table. Outcomes are effective outcomes: the latest human verdict wins over the automated one.
+or the dashboard's refresh button). The rows are kept per operation: a viewer's dashboard sums
+the rows of their operations (every operation for a superuser) and adds the few visible
+results and verdicts that arrived after the snapshot, so it is exact for that viewer, shows
+nothing of other operations, and its cost does not grow with the table. Outcomes are
+effective outcomes: the latest human verdict wins over the automated one.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import OuterRef, Q, Subquery
+from django.db.models import Max, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
 from memory.models import AttackResult, Score, ScoreSource
+from redteam.common.access import Scope
 from redteam.core.enums import ATTACK_OUTCOMES
 from redteam.core.outcomes import OutcomeCounts
 from scoring.models import OutcomeTally, TallySnapshot
@@ -47,6 +50,8 @@ _FIELDS = (
     "conversation__harm_categories",
     "ingested_at",
 )
+# Every result counts exactly once under this dimension: its totals are the result count.
+_ONE_PER_RESULT = "attack"
 
 Key = tuple[str, str, str]  # (dimension, key, display)
 
@@ -84,7 +89,8 @@ def _effective(outcome: str, human: tuple[str, str | None] | None) -> str:
 
 @transaction.atomic
 def refresh_outcome_tallies(*, watermark: datetime | None = None) -> TallySnapshot:
-    """Rebuild every tally from the results ingested up to `watermark` (default: now - margin)."""
+    """Rebuild every operation's tallies from the results ingested up to `watermark`
+    (default: now - margin), all at one watermark."""
     started = time.monotonic()
     taken_at = timezone.now()
     watermark = watermark or taken_at - SNAPSHOT_MARGIN
@@ -95,21 +101,28 @@ def refresh_outcome_tallies(*, watermark: datetime | None = None) -> TallySnapsh
         .values_list("attack_result_id", "score_type", "score_value")
     ):
         humans.setdefault(ar_id, (score_type, value))
-    counts: Counter[tuple[str, str, str]] = Counter()
+    counts: Counter[tuple[int | None, str, str, str]] = Counter()
     displays: dict[tuple[str, str], str] = {}
     results = 0
-    rows = AttackResult.objects.filter(ingested_at__lte=watermark).values(*_FIELDS)
+    rows = AttackResult.objects.filter(ingested_at__lte=watermark).values(*_FIELDS, "operation_id")
     for row in rows.iterator(chunk_size=5000):
         results += 1
         outcome = _effective(row["outcome"], humans.get(row["pk"]))
         for dimension, key, display in result_keys(row):
-            counts[(dimension, key, outcome)] += 1
+            counts[(row["operation_id"], dimension, key, outcome)] += 1
             displays[(dimension, key)] = display
     OutcomeTally.objects.all().delete()
     OutcomeTally.objects.bulk_create(
         [
-            OutcomeTally(dimension=d, key=k, outcome=o, count=n, display=displays[(d, k)][:300])
-            for (d, k, o), n in counts.items()
+            OutcomeTally(
+                operation_id=op,
+                dimension=d,
+                key=k,
+                outcome=o,
+                count=n,
+                display=displays[(d, k)][:300],
+            )
+            for (op, d, k, o), n in counts.items()
         ],
         batch_size=2000,
     )
@@ -155,24 +168,26 @@ class Chart:
 
 @dataclass
 class Dashboard:
-    """Everything the dashboard page shows."""
+    """Everything the dashboard page shows, over the viewer's operations."""
 
     charts: list[Chart]
     label_keys: list[str]
     more_label_keys: bool
     label_key: str | None
     snapshot: TallySnapshot
+    # The viewer's results counted in the snapshot, and those added since.
+    snapshot_results: int
     live_results: int
 
 
-def _dirty_results(watermark: datetime) -> list[dict[str, Any]]:
-    """Results ingested after the snapshot, or given a human verdict after it (two queries)."""
+def _dirty_results(watermark: datetime, scope: Scope) -> list[dict[str, Any]]:
+    """Visible results ingested after the snapshot, or given a human verdict after it (two
+    queries)."""
     # Fetched first as literal ids: `ingested_at > W OR pk IN (<ids>)` is two index scans
     # (a BitmapOr); with a subquery in the OR, PostgreSQL scans the whole table instead.
     re_reviewed = list(
-        Score.objects.filter(
-            source=ScoreSource.HUMAN, attack_result__isnull=False, ingested_at__gt=watermark
-        )
+        Score.objects.visible_to(scope)
+        .filter(source=ScoreSource.HUMAN, attack_result__isnull=False, ingested_at__gt=watermark)
         .values_list("attack_result_id", flat=True)
         .distinct()
     )
@@ -187,7 +202,8 @@ def _dirty_results(watermark: datetime) -> list[dict[str, Any]]:
     if re_reviewed:
         condition |= Q(pk__in=re_reviewed)
     return list(
-        AttackResult.objects.filter(condition)
+        AttackResult.objects.visible_to(scope)
+        .filter(condition)
         .annotate(
             human_type=latest("score_type", before=False),
             human_value=latest("score_value", before=False),
@@ -203,8 +219,9 @@ def _human(row: Mapping[str, Any], prefix: str) -> tuple[str, str | None] | None
     return None if kind is None else (kind, row[f"{prefix}human_value"])
 
 
-def build_dashboard(label_key: str | None) -> Dashboard:
-    """Read the snapshot and correct it with what happened since (five queries)."""
+def build_dashboard(label_key: str | None, scope: Scope) -> Dashboard:
+    """Sum the snapshot over the scope's operations and correct it with what happened since
+    in them (five queries)."""
     snapshot = TallySnapshot.objects.order_by("-taken_at").first()
     if snapshot is None:
         snapshot = refresh_outcome_tallies()
@@ -212,23 +229,29 @@ def build_dashboard(label_key: str | None) -> Dashboard:
     if label_key:
         dimensions.append(f"{LABEL_PREFIX}{label_key}")
     counts: dict[str, dict[str, Bar]] = {d: {} for d in dimensions}
-    for tally in OutcomeTally.objects.filter(dimension__in=dimensions).only(
-        "dimension", "key", "display", "outcome", "count"
+    tallies = OutcomeTally.objects.visible_to(scope).filter(dimension__in=dimensions)
+    # One row per (dimension, key, outcome) whatever the number of operations summed.
+    for tally in (
+        tallies.values("dimension", "key", "outcome")
+        .annotate(total=Sum("count"), shown=Max("display"))
+        .order_by()
     ):
-        bar = counts[tally.dimension].setdefault(
-            tally.key, Bar(key=tally.key, display=tally.display)
+        bar = counts[tally["dimension"]].setdefault(
+            tally["key"], Bar(key=tally["key"], display=tally["shown"])
         )
-        bar.counts[tally.outcome] = bar.counts.get(tally.outcome, 0) + tally.count
+        bar.add(tally["outcome"], tally["total"])
+    snapshot_results = sum(bar.total for bar in counts[_ONE_PER_RESULT].values())
     # Label keys offered in the picker: a client may send thousands of distinct keys, so
     # only the first MAX_LABEL_KEYS (by name) are read and listed.
     label_keys = {
         d.removeprefix(LABEL_PREFIX)
-        for d in OutcomeTally.objects.filter(dimension__startswith=LABEL_PREFIX)
+        for d in OutcomeTally.objects.visible_to(scope)
+        .filter(dimension__startswith=LABEL_PREFIX)
         .order_by("dimension")
         .values_list("dimension", flat=True)
         .distinct()[: MAX_LABEL_KEYS + 1]
     }
-    dirty = _dirty_results(snapshot.watermark)
+    dirty = _dirty_results(snapshot.watermark, scope)
     for row in dirty:
         keys = result_keys(row)
         now_outcome = _effective(row["outcome"], _human(row, ""))
@@ -253,6 +276,7 @@ def build_dashboard(label_key: str | None) -> Dashboard:
         more_label_keys=len(label_keys) > MAX_LABEL_KEYS,
         label_key=label_key,
         snapshot=snapshot,
+        snapshot_results=snapshot_results,
         live_results=len(dirty),
     )
 

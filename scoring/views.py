@@ -1,22 +1,27 @@
 """Review pages that show scores: conversation, attack results, objective, queue, dashboard.
 
+Every read starts from `visible_to(scope_for(request))` (redteam.common.access): a row of an
+operation the viewer is not a member of is a 404, never a 403 that would confirm it exists,
+and lists, counts and tallies only include the viewer's operations. Recording a verdict also
+needs the reviewer role in the result's operation (a 403 only for a result the viewer sees).
+
 Every page costs a constant number of queries whatever the conversation length or table size
-(tests/scoring/test_pages.py checks each at 3 and 30 rows); comments list the queries.
+(tests/scoring/test_*_page*.py check each at 3 and 30 rows); comments list the queries.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Q
+from django.db.models import Model, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -32,7 +37,7 @@ from memory.querysets import (
     references_to_conversation,
 )
 from memory.views import filter_form_context
-from redteam.common.access import Scope, scope_for
+from redteam.common.access import Scope, ScopedQuerySet, scope_for
 from redteam.common.pagination import BadCursor, request_page
 from redteam.common.roles import viewer_required
 from redteam.common.typing import User
@@ -62,6 +67,18 @@ PROMOTE_URL_NAME = "memory:promote_piece"
 PROMOTE_PERMISSION = "seeds.add_seed"
 MAX_DATASET_SUGGESTIONS = 200
 
+M = TypeVar("M", bound=Model)
+
+
+def _visible(qs: QuerySet[M], scope: Scope) -> QuerySet[M]:
+    """The rows of a memory read shape (memory.querysets) that the scope may read.
+
+    The shapes start from the scoped models' managers but are typed as plain querysets.
+    """
+    if not isinstance(qs, ScopedQuerySet):
+        raise TypeError(f"{qs.model.__name__} rows are not scoped to operations")
+    return qs.visible_to(scope)
+
 
 # ---------------------------------------------------------------------------------------------
 # Display models
@@ -70,7 +87,8 @@ MAX_DATASET_SUGGESTIONS = 200
 
 @dataclass
 class ResultView:
-    """An attack result with its verdicts, last score and identifier tree."""
+    """An attack result with its verdicts, last score and identifier tree, and what the
+    viewer may do with it: their role in its operation and whether they may record a verdict."""
 
     result: AttackResult
     human: Score | None
@@ -80,6 +98,24 @@ class ResultView:
     effective: str = ""
     disagree: bool = False
     related: list[Any] = field(default_factory=list)
+    role: str | None = None
+    can_verdict: bool = False
+    archived: bool = False
+
+
+def _access(scope: Scope, result: AttackResult) -> dict[str, Any]:
+    """The viewer's role in the result's operation, and whether a verdict form is offered."""
+    return {
+        "role": scope.role(result.operation_id),
+        "can_verdict": scope.may_record_verdicts(result.operation_id),
+        "archived": result.operation is not None and result.operation.archived,
+    }
+
+
+def _records_verdicts(scope: Scope) -> bool:
+    """True when the viewer may record verdicts in at least one (live) operation."""
+    allowed = scope.verdict_operation_ids()
+    return allowed is None or bool(allowed)
 
 
 def _promote_context(user: User) -> dict[str, Any]:
@@ -130,11 +166,12 @@ class VerdictForm(forms.Form):
 
 
 def _queue_neighbours(request: HttpRequest, current: AttackResult | None) -> dict[str, Any]:
-    """Previous/next results of the review queue around the current one (two queries)."""
+    """Previous/next visible results of the review queue around the current one (two queries)."""
     view = request.GET.get("queue")
     if view not in REVIEW_VIEWS or current is None:
         return {}
-    qs = for_review(AttackResult.objects.all(), view).only("attack_result_id", "conversation_id")
+    visible = AttackResult.objects.visible_to(scope_for(request))
+    qs = for_review(visible, view).only("attack_result_id", "conversation_id")
     at = current.ingested_at
     newer = (
         qs.filter(ingested_at__gte=at)
@@ -151,35 +188,42 @@ def _queue_neighbours(request: HttpRequest, current: AttackResult | None) -> dic
     return {"queue": view, "queue_previous": newer, "queue_next": older}
 
 
-def _records_verdicts(scope: Scope) -> bool:
-    """True when the caller may record verdicts in at least one operation."""
-    allowed = scope.verdict_operation_ids()
-    return allowed is None or bool(allowed)
-
-
 @require_GET
 @viewer_required
 def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpResponse:
-    """A conversation reassembled: messages, pieces by data type, diffs, scores, verdicts."""
-    # Queries: session, user, permissions (2); conversation (+target dump); pieces (+media,
-    # identifiers); converter chains; attack results (+dumps, last response); their related
-    # conversations; references to this conversation; scores (+scorer dumps, reviewer);
+    """A conversation reassembled: messages, pieces by data type, diffs, scores, verdicts.
+
+    404 unless the conversation is in one of the viewer's operations; results, references and
+    scores shown beside it are the visible ones only.
+    """
+    # Queries: session, user, memberships (3); conversation (+operation, target dump);
+    # pieces (+media, identifiers); converter chains; attack results (+operation, dumps, last
+    # response); their related conversations; references to this conversation; scores
+    # (+scorer dumps, reviewer); the promote form's permission check (2, when not cached);
     # 0.13 piece-level target/attack dumps. In queue mode, +2 for previous/next.
-    conversation = conversation_for_detail().filter(pk=conversation_id).first()
+    scope = scope_for(request)
+    conversation = (
+        _visible(conversation_for_detail(), scope)
+        .select_related("operation")
+        .filter(pk=conversation_id)
+        .first()
+    )
     if conversation is None:
         raise Http404("No such conversation.")
     pieces = list(pieces_for_conversation(conversation_id))
     messages_ = message_views(pieces)
     results = list(
-        attack_results_for_detail()
+        _visible(attack_results_for_detail(), scope)
+        .select_related("operation")
         .filter(conversation_id=conversation_id)
         .order_by("-timestamp", "-ingested_at")
     )
-    inbound = list(references_to_conversation(conversation_id)[:MAX_RELATED_SHOWN])
+    inbound = list(_visible(references_to_conversation(conversation_id), scope)[:MAX_RELATED_SHOWN])
     result_ids = [r.pk for r in results]
     last_score_ids = [r.last_score_id for r in results if r.last_score_id]
     scores = list(
-        Score.objects.filter(
+        Score.objects.visible_to(scope)
+        .filter(
             Q(message_piece_id__in=[p.original_prompt_id for p in pieces])
             | Q(attack_result_id__in=result_ids)
             | Q(id__in=last_score_ids)
@@ -218,10 +262,10 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
                 disagree=disagrees(r.outcome, human),
                 # related_shown: the to_attr prefetch of attack_results_for_detail (first few only).
                 related=list(getattr(r, "related_shown", [])),
+                **_access(scope, r),
             )
         )
     target_tree, legacy_attack_tree = _conversation_trees(conversation, pieces)
-    can_verdict = _records_verdicts(scope_for(request))
     context = {
         "conversation": conversation,
         "conversation_messages": messages_,
@@ -229,7 +273,8 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
         "inbound": inbound,
         "target_tree": target_tree,
         "legacy_attack_tree": legacy_attack_tree,
-        "can_verdict": can_verdict,
+        # The form is offered on the first (newest) result, where the keyboard keys act.
+        "can_verdict": bool(result_views) and result_views[0].can_verdict,
         "verdict_form": VerdictForm(initial={"verdict": "true"}),
         "verdict_submission": uuid.uuid4(),
         **_promote_context(request.user),
@@ -258,9 +303,16 @@ def _conversation_trees(conversation: Any, pieces: list[Any]) -> tuple[TreeNode 
 @require_POST
 @viewer_required
 def verdict(request: HttpRequest, attack_result_id: uuid.UUID) -> HttpResponse:
-    """Record a reviewer's verdict on an attack result (reviewer role only)."""
+    """Record a reviewer's verdict on an attack result.
+
+    404 for a result outside the viewer's operations (as for one that does not exist); 403
+    only for a visible result whose operation gives the viewer too low a role (or is
+    archived), which reveals nothing the viewer could not already read.
+    """
     scope = scope_for(request)
-    result = get_object_or_404(AttackResult.objects.visible_to(scope), pk=attack_result_id)
+    result = AttackResult.objects.visible_to(scope).filter(pk=attack_result_id).first()
+    if result is None:
+        raise Http404("No such attack result.")
     if not scope.may_record_verdicts(result.operation_id):
         raise PermissionDenied("Recording verdicts needs the reviewer role in this operation.")
     form = VerdictForm(request.POST)
@@ -289,7 +341,7 @@ def verdict(request: HttpRequest, attack_result_id: uuid.UUID) -> HttpResponse:
     queue = form.cleaned_data.get("next")
     if queue in REVIEW_VIEWS:
         upcoming = (
-            for_review(AttackResult.objects.all(), queue)
+            for_review(AttackResult.objects.visible_to(scope), queue)
             .filter(ingested_at__lte=result.ingested_at)
             .filter(Q(ingested_at__lt=result.ingested_at) | Q(attack_result_id__lt=result.pk))
             .only("attack_result_id", "conversation_id")
@@ -308,18 +360,24 @@ def verdict(request: HttpRequest, attack_result_id: uuid.UUID) -> HttpResponse:
 # ---------------------------------------------------------------------------------------------
 
 
+def _visible_results(request: HttpRequest) -> AttackResultFilterSet:
+    """The URL's filters over the attack results of the viewer's operations."""
+    visible = _visible(attack_results_for_list(), scope_for(request))
+    return AttackResultFilterSet(request.GET, queryset=visible)
+
+
 def _result_rows(
     request: HttpRequest, review_view: str | None
 ) -> tuple[AttackResultFilterSet, list[dict[str, Any]], str | None, str | None]:
-    """Filtered, keyset-paginated attack results with their latest human verdicts."""
-    filterset = AttackResultFilterSet(request.GET, queryset=attack_results_for_list())
+    """Filtered, keyset-paginated visible attack results with their latest human verdicts."""
+    filterset = _visible_results(request)
     if not filterset.is_valid():
         return filterset, [], None, None
     qs = filterset.qs
     if review_view:
         qs = for_review(qs, review_view)
     page = request_page(request, qs, ts_field="ingested_at", pk_field="attack_result_id")
-    humans = latest_human_verdicts(r.pk for r in page.rows)
+    humans = latest_human_verdicts((r.pk for r in page.rows), scope_for(request))
     rows = [result_summary(r, humans.get(r.pk)) for r in page.rows]
     return filterset, rows, page.next_cursor, page.previous_cursor
 
@@ -327,8 +385,8 @@ def _result_rows(
 @require_GET
 @viewer_required
 def attack_result_list(request: HttpRequest) -> HttpResponse:
-    """Attack results filtered from the URL, newest ingested first."""
-    # Queries: session, user, permissions (2), class names, one page, its human verdicts.
+    """The viewer's attack results filtered from the URL, newest ingested first."""
+    # Queries: session, user, memberships, class names, one page, its human verdicts.
     review_view = request.GET.get("review") or None
     if review_view is not None and review_view not in REVIEW_VIEWS:
         return HttpResponseBadRequest("Unknown review view.")
@@ -340,8 +398,9 @@ def attack_result_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 @viewer_required
 def review_queue(request: HttpRequest) -> HttpResponse:
-    """Results awaiting a verdict, or whose verdict contradicts the automated outcome."""
-    # Queries: session, user, permissions (2), class names, one page, its human verdicts.
+    """The viewer's results awaiting a verdict, or whose verdict contradicts the automated
+    outcome (the verdict keys are offered when the viewer may record verdicts somewhere)."""
+    # Queries: session, user, memberships, class names, one page, its human verdicts.
     view = request.GET.get("view") or "unreviewed"
     if view not in REVIEW_VIEWS:
         return HttpResponseBadRequest("Unknown queue.")
@@ -359,7 +418,7 @@ def _render_result_page(
     except BadCursor as exc:
         # The form and a link to the first page with the same filters, as a 400.
         cursor_error = str(exc)
-        filterset = AttackResultFilterSet(request.GET, queryset=attack_results_for_list())
+        filterset = _visible_results(request)
         rows, next_cursor, previous_cursor = [], None, None
     context = {
         "filterset": filterset,
@@ -378,14 +437,22 @@ def _render_result_page(
 @require_GET
 @viewer_required
 def attack_result_detail(request: HttpRequest, attack_result_id: uuid.UUID) -> HttpResponse:
-    """One attack result: objective, outcome, verdicts, identifiers, errors, related."""
-    # Queries: session, user, permissions (2); result (+dump, last response, conversation);
-    # related conversations; scores (verdicts and last score, +scorer dumps).
-    result = attack_results_for_detail().filter(pk=attack_result_id).first()
+    """One attack result: objective, outcome, verdicts, identifiers, errors, related (404
+    unless it is in one of the viewer's operations)."""
+    # Queries: session, user, memberships; result (+operation, dump, last response,
+    # conversation); related conversations; scores (verdicts and last score, +scorer dumps).
+    scope = scope_for(request)
+    result = (
+        _visible(attack_results_for_detail(), scope)
+        .select_related("operation")
+        .filter(pk=attack_result_id)
+        .first()
+    )
     if result is None:
         raise Http404("No such attack result.")
     scores = list(
-        Score.objects.filter(
+        Score.objects.visible_to(scope)
+        .filter(
             Q(attack_result_id=result.pk, source="human") | Q(id=result.last_score_id)
             if result.last_score_id
             else Q(attack_result_id=result.pk, source="human")
@@ -407,6 +474,7 @@ def attack_result_detail(request: HttpRequest, attack_result_id: uuid.UUID) -> H
             effective=effective_outcome(result.outcome, human),
             disagree=disagrees(result.outcome, human),
             related=list(getattr(result, "related_shown", [])),
+            **_access(scope, result),
         ),
         "last_response": display_text(result.last_response.converted_value)
         if result.last_response
@@ -429,12 +497,15 @@ class Attempt:
 @require_GET
 @viewer_required
 def objective_detail(request: HttpRequest, objective_sha256: str) -> HttpResponse:
-    """Every attempt at one objective (same objective_sha256), side by side."""
-    # Queries: session, user, permissions (2); attempts (+last response, identifier);
+    """Every attempt at one objective (same objective_sha256) in the viewer's operations,
+    side by side; 404 when none is visible (the same text may be an objective elsewhere)."""
+    # Queries: session, user, memberships; attempts (+operation, last response, identifier);
     # their scores (verdicts and last scores).
+    scope = scope_for(request)
     results = list(
-        AttackResult.objects.filter(objective_sha256=objective_sha256)
-        .select_related("last_response", "atomic_attack_identifier")
+        AttackResult.objects.visible_to(scope)
+        .filter(objective_sha256=objective_sha256)
+        .select_related("operation", "last_response", "atomic_attack_identifier")
         .defer("error_traceback", "metadata", "retry_events", "attribution_data")
         .order_by("timestamp", "attack_result_id")[: MAX_OBJECTIVE_ATTEMPTS + 1]
     )
@@ -444,9 +515,11 @@ def objective_detail(request: HttpRequest, objective_sha256: str) -> HttpRespons
     results = results[:MAX_OBJECTIVE_ATTEMPTS]
     last_ids = [r.last_score_id for r in results if r.last_score_id]
     scores = list(
-        Score.objects.filter(
+        Score.objects.visible_to(scope)
+        .filter(
             Q(attack_result_id__in=[r.pk for r in results], source="human") | Q(id__in=last_ids)
-        ).order_by("-timestamp", "-ingested_at")
+        )
+        .order_by("-timestamp", "-ingested_at")
     )
     humans: dict[uuid.UUID, Score] = {}
     for s in scores:
@@ -490,24 +563,29 @@ FILTER_PARAMS = {
 @require_http_methods(["GET", "POST"])
 @viewer_required
 def dashboard(request: HttpRequest) -> HttpResponse:
-    """Attack success by harm category, attack, converter, target and a chosen label."""
-    # Queries: session, user, permissions (2); snapshot; tallies of the shown dimensions;
-    # label keys; results re-reviewed since the snapshot; results newer than the snapshot
-    # or re-reviewed.
+    """Attack success by harm category, attack, converter, target and a chosen label, over
+    the viewer's operations (every operation for a superuser)."""
+    # Queries: session, user, memberships; snapshot; tallies of the shown dimensions (summed
+    # over the viewer's operations); label keys; results re-reviewed since the snapshot;
+    # results newer than the snapshot or re-reviewed.
+    scope = scope_for(request)
+    # The rebuild recounts every operation at once (one watermark for all): it reveals no
+    # count, so any reviewer may trigger it.
+    can_refresh = _records_verdicts(scope)
     if request.method == "POST":
-        if not _records_verdicts(scope_for(request)):
+        if not can_refresh:
             raise PermissionDenied("Refreshing the dashboard needs the reviewer role.")
         refresh_outcome_tallies()
         messages.success(request, "Dashboard counts rebuilt.")
         return redirect(request.get_full_path())
     label_key = (request.GET.get("label_key") or "").strip()[:100] or None
-    data = build_dashboard(label_key)
+    data = build_dashboard(label_key, scope)
     charts = [_chart_context(chart) for chart in data.charts]
     context = {
         "data": data,
         "charts": charts,
         "label_key": label_key,
-        "can_refresh": _records_verdicts(scope_for(request)),
+        "can_refresh": can_refresh,
     }
     return render(request, "scoring/dashboard.html", context)
 

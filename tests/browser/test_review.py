@@ -16,6 +16,7 @@ from playwright.sync_api import expect
 
 from memory import services
 from memory.store_scores import store_scores
+from tests.access import grant_everywhere
 from tests.memory import factories as pyrit
 from tests.memory.row_factories import (
     PieceSpec,
@@ -328,6 +329,10 @@ def test_xss_and_markdown_payloads_stay_inert_on_every_page(
     page, guard = reviewer_page
     payloads = _garak_payloads(fixtures_dir) + MARKERS
     ids = _ingest_hostile(payloads)
+    # Ingestion creates the operations its labels name in bulk (no post_save to join them).
+    from django.contrib.auth.models import User
+
+    grant_everywhere(User.objects.get(username="rita"), "reviewer")
     from django.urls import reverse
 
     from memory.models import AttackResult

@@ -8,6 +8,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from redteam.common.models import Operation
 from tests.memory.row_factories import (
     PieceSpec,
     core_atomic_attack,
@@ -173,6 +174,7 @@ def test_verdict_form_is_for_reviewers_only(reviewer_client: Client, reader_clie
 
 
 def test_unknown_conversation_is_404(reviewer_client: Client) -> None:
+    Operation.objects.create(name="op-a")  # the reviewer joins it: a member of some operation
     response = reviewer_client.get(reverse("scoring:conversation_detail", args=["nope"]))
     assert response.status_code == 404
 
@@ -203,15 +205,15 @@ def test_query_count_is_constant_in_conversation_length(
         make_score(piece=piece)
     result = make_attack_result(conv, related=[(f"rel-{i}", "pruned") for i in range(n)])
     make_score(attack_result=result, source="human", value="false")
-    # session, user, 2 permissions; conversation (+target dump); pieces (+media and
-    # identifiers); converter chains (+identifier, dump); attack results (+dump, last
-    # response); their related conversations; references to this conversation; scores
-    # (+scorer dump, reviewer).
-    with django_assert_num_queries(11):
+    # session, user, memberships; conversation (+operation, target dump); pieces (+media
+    # and identifiers); converter chains (+identifier, dump); attack results (+operation,
+    # dump, last response); their related conversations; references to this conversation;
+    # scores (+scorer dump, reviewer); the promote form's permission check (2).
+    with django_assert_num_queries(12):
         response = reviewer_client.get(reverse("scoring:conversation_detail", args=[conv.pk]))
     assert len(response.context["conversation_messages"]) == n
     # In queue mode, two more: the previous and next results of the queue.
-    with django_assert_num_queries(13):
+    with django_assert_num_queries(14):
         reviewer_client.get(
             reverse("scoring:conversation_detail", args=[conv.pk]) + "?queue=reviewed"
         )

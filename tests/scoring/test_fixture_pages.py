@@ -24,7 +24,11 @@ def _rows(path: Path) -> list[Any]:
 
 @pytest.fixture
 def pyrit_11(fixtures_dir: Path) -> Path:
-    """The PyRIT 1.1 fixture run, stored as the API would store it (media included)."""
+    """The PyRIT 1.1 fixture run, stored as the API would store it (media included).
+
+    Ingestion creates the operations its labels name in bulk (no post_save), so tests ask for
+    this fixture before the reviewer's: the reviewer then joins the operations that exist.
+    """
     root = fixtures_dir / "pyrit-1.1"
     for name, store in (
         ("conversations.jsonl", services.store_conversations),
@@ -40,7 +44,7 @@ def pyrit_11(fixtures_dir: Path) -> Path:
 
 
 def test_every_fixture_conversation_renders_with_its_messages(
-    reviewer_client: Client, pyrit_11: Path
+    pyrit_11: Path, reviewer_client: Client
 ) -> None:
     pieces = _rows(pyrit_11 / "pieces.jsonl")
     for conversation in Conversation.objects.all():
@@ -53,7 +57,7 @@ def test_every_fixture_conversation_renders_with_its_messages(
 
 
 def test_fixture_image_blocked_error_and_human_score_are_shown(
-    reviewer_client: Client, pyrit_11: Path
+    pyrit_11: Path, reviewer_client: Client
 ) -> None:
     pieces = _rows(pyrit_11 / "pieces.jsonl")
     image = next(p for p in pieces if p["original_value_data_type"] == "image_path")

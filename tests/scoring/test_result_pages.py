@@ -11,6 +11,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memory.models import AttackResult
+from redteam.common.access import Scope, user_scope
+from redteam.common.models import Operation
 from scoring.models import OutcomeTally
 from scoring.services import record_verdict
 from scoring.tallies import build_dashboard, refresh_outcome_tallies
@@ -52,6 +54,7 @@ def test_result_list_filters_and_shows_human_precedence(
     record_verdict(
         attack_result=results[0],
         reviewer=reviewer,
+        scope=user_scope(reviewer),
         value=False,
         score_type="true_false",
         rationale="no",
@@ -70,9 +73,9 @@ def test_result_list_query_count_is_constant(
 ) -> None:
     for result in _results(n):
         make_score(attack_result=result, source="human", reviewer=reviewer, value="true")
-    # session, user, 2 permissions; one page of results; their latest human verdicts
+    # session, user, memberships; one page of results; their latest human verdicts
     # (+reviewer); class-name suggestions.
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(6):
         response = reviewer_client.get(reverse("scoring:attack_result_list"))
     assert len(response.context["rows"]) == n
 
@@ -83,11 +86,17 @@ def test_queue_lists_unreviewed_then_disagreements(reviewer_client: Client, revi
         outcome="success"
     )
     record_verdict(
-        attack_result=agree, reviewer=reviewer, value=True, score_type="true_false", rationale="yes"
+        attack_result=agree,
+        reviewer=reviewer,
+        scope=user_scope(reviewer),
+        value=True,
+        score_type="true_false",
+        rationale="yes",
     )
     record_verdict(
         attack_result=disagree,
         reviewer=reviewer,
+        scope=user_scope(reviewer),
         value=0.1,
         score_type="float_scale",
         rationale="no",
@@ -101,6 +110,7 @@ def test_queue_lists_unreviewed_then_disagreements(reviewer_client: Client, revi
 
 
 def test_queue_rejects_unknown_views(reviewer_client: Client) -> None:
+    Operation.objects.create(name="op-a")  # the reviewer joins it: a member of some operation
     assert reviewer_client.get(reverse("scoring:review_queue") + "?view=all").status_code == 400
 
 
@@ -111,9 +121,9 @@ def test_queue_query_count_is_constant(
     for result in _results(n):
         make_score(attack_result=result, source="human", reviewer=reviewer, value="false")
     AttackResult.objects.update(outcome="success")
-    # session, user, 2 permissions; one page of disagreeing results; their latest human
+    # session, user, memberships; one page of disagreeing results; their latest human
     # verdicts; class-name suggestions.
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(6):
         response = reviewer_client.get(reverse("scoring:review_queue") + "?view=disagree")
     assert len(response.context["rows"]) == n
 
@@ -149,9 +159,9 @@ def test_result_detail_query_count_is_constant(
     )
     for _ in range(n):
         make_score(attack_result=result, source="human", reviewer=reviewer)
-    # session, user, 2 permissions; result (+dump, last response, conversation); related
-    # conversations; verdicts and the last score (+scorer dump, reviewer).
-    with django_assert_num_queries(7):
+    # session, user, memberships; result (+operation, dump, last response, conversation);
+    # related conversations; verdicts and the last score (+scorer dump, reviewer).
+    with django_assert_num_queries(6):
         reviewer_client.get(reverse("scoring:attack_result_detail", args=[result.pk]))
 
 
@@ -175,6 +185,7 @@ def test_objective_page_shows_every_attempt_side_by_side(reviewer_client: Client
 
 
 def test_objective_page_404s(reviewer_client: Client) -> None:
+    Operation.objects.create(name="op-a")  # the reviewer joins it: a member of some operation
     assert (
         reviewer_client.get(reverse("scoring:objective_detail", args=["f" * 64])).status_code == 404
     )
@@ -188,9 +199,9 @@ def test_objective_page_query_count_is_constant(
     reviewer_client: Client, django_assert_num_queries: Any, n: int
 ) -> None:
     results = [make_attack_result(make_conversation(2), objective="goal") for _ in range(n)]
-    # session, user, 2 permissions; attempts (+last response, identifier); their verdicts
-    # and last scores.
-    with django_assert_num_queries(6):
+    # session, user, memberships; attempts (+operation, last response, identifier); their
+    # verdicts and last scores.
+    with django_assert_num_queries(5):
         reviewer_client.get(reverse("scoring:objective_detail", args=[results[0].objective_sha256]))
 
 
@@ -208,7 +219,7 @@ def test_dashboard_counts_outcomes_per_dimension() -> None:
     _results(
         4, atomic=core_atomic_attack(target=target, converters=[core_converter("Base64Converter")])
     )
-    dashboard = build_dashboard("operation")
+    dashboard = build_dashboard("operation", Scope.everything_scope())
     assert _bar(dashboard, "harm_category", "hate") == {
         "success": 1,
         "failure": 0,
@@ -233,20 +244,24 @@ def test_dashboard_adds_results_and_verdicts_newer_than_the_snapshot(reviewer: U
     # A snapshot that counts the two results.
     refresh_outcome_tallies(watermark=timezone.now())
     assert OutcomeTally.objects.exists()
-    assert _bar(build_dashboard(None), "harm_category", "hate")["success"] == 1
+    assert (
+        _bar(build_dashboard(None, Scope.everything_scope()), "harm_category", "hate")["success"]
+        == 1
+    )
     record_verdict(
         attack_result=old[0],
         reviewer=reviewer,
+        scope=user_scope(reviewer),
         value=False,
         score_type="true_false",
         rationale="no",
     )
     new = make_attack_result(make_conversation(2), outcome="success", harm_categories=["hate"])
-    counts = _bar(build_dashboard(None), "harm_category", "hate")
+    counts = _bar(build_dashboard(None, Scope.everything_scope()), "harm_category", "hate")
     # old[0] moved from success to failure (human precedence); `new` adds one success.
     assert counts == {"success": 1, "failure": 1, "undetermined": 0, "error": 0}
     refresh_outcome_tallies(watermark=timezone.now())
-    assert _bar(build_dashboard(None), "harm_category", "hate") == counts
+    assert _bar(build_dashboard(None, Scope.everything_scope()), "harm_category", "hate") == counts
     assert new.pk
 
 
@@ -262,6 +277,7 @@ def test_dashboard_page_links_bars_to_filtered_conversations(reviewer_client: Cl
 
 
 def test_dashboard_refresh_is_for_reviewers(reviewer_client: Client, reader_client: Client) -> None:
+    Operation.objects.create(name="op-a")  # both join it, with their role
     assert reader_client.post(reverse("scoring:dashboard")).status_code == 403
     assert reviewer_client.post(reverse("scoring:dashboard")).status_code == 302
 
@@ -275,10 +291,10 @@ def test_dashboard_query_count_is_constant(
     for result in results:
         make_score(attack_result=result, source="human", reviewer=reviewer, value="true")
     _results(n)
-    # session, user, 2 permissions; snapshot; tallies of the shown dimensions; label keys;
-    # ids of results re-reviewed since the snapshot; results newer than the snapshot or
-    # re-reviewed (with their latest verdicts).
-    with django_assert_num_queries(9):
+    # session, user, memberships; snapshot; tallies of the shown dimensions (summed over
+    # the viewer's operations); label keys; ids of results re-reviewed since the snapshot;
+    # results newer than the snapshot or re-reviewed (with their latest verdicts).
+    with django_assert_num_queries(8):
         response = reviewer_client.get(reverse("scoring:dashboard") + "?label_key=operation")
     assert response.context["data"].live_results == 2 * n
 

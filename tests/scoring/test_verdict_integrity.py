@@ -8,25 +8,23 @@ import uuid
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test import Client
 from django.urls import reverse
-from redteam.site.roles import ensure_roles
 
 from memory.models import AttackResult, Score
+from redteam.common.access import user_scope
 from redteam.common.models import AuditEvent
-from redteam.common.roles import REVIEWER_GROUP
 from scoring.services import record_verdict
 from tests.memory.row_factories import make_attack_result, make_conversation
+from tests.scoring.row_factories import make_user
 
 
 def _reviewer(name: str = "judge") -> User:
-    ensure_roles()
-    user = User.objects.create_user(name)
-    user.groups.add(Group.objects.get(name=REVIEWER_GROUP))
-    return user
+    """A reviewer of every operation of the test."""
+    return make_user(name, "reviewer")
 
 
 def _record(result: AttackResult, reviewer: User, token: uuid.UUID, **changes: Any) -> Score:
@@ -36,7 +34,13 @@ def _record(result: AttackResult, reviewer: User, token: uuid.UUID, **changes: A
         "rationale": "It gave the steps.",
         **changes,
     }
-    return record_verdict(attack_result=result, reviewer=reviewer, submission=token, **args)
+    return record_verdict(
+        attack_result=result,
+        reviewer=reviewer,
+        scope=user_scope(reviewer),
+        submission=token,
+        **args,
+    )
 
 
 @pytest.mark.django_db

@@ -7,16 +7,16 @@ import uuid
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.test import Client
 from django.urls import reverse
-from redteam.site.roles import ensure_roles
 
 from memory.models import ComponentIdentifier, Conversation, IdentifierDump, Score
-from redteam.common.models import AuditEvent
-from redteam.common.roles import READ_ONLY_GROUP, REVIEWER_GROUP
+from redteam.common.access import user_scope
+from redteam.common.models import AuditEvent, Operation
 from scoring.services import record_verdict
+from tests.access import grant
 from tests.memory.row_factories import make_attack_result, make_conversation
 from tests.scoring.row_factories import make_user
 
@@ -38,6 +38,7 @@ def test_record_verdict_stores_a_pyrit_shaped_human_score(result: Any, reviewer:
     score = record_verdict(
         attack_result=result,
         reviewer=reviewer,
+        scope=user_scope(reviewer),
         value=False,
         score_type="true_false",
         rationale="The reply only restates the question.",
@@ -65,6 +66,7 @@ def test_record_verdict_audits_and_updates_the_list_summary(result: Any, reviewe
     record_verdict(
         attack_result=result,
         reviewer=reviewer,
+        scope=user_scope(reviewer),
         value=0.2,
         score_type="float_scale",
         rationale="weak",
@@ -81,6 +83,7 @@ def test_same_reviewer_reuses_one_scorer_identifier(result: Any, reviewer: User)
         record_verdict(
             attack_result=result,
             reviewer=reviewer,
+            scope=user_scope(reviewer),
             value=value,
             score_type="true_false",
             rationale="r",
@@ -107,6 +110,7 @@ def test_record_verdict_rejects_bad_values(
         record_verdict(
             attack_result=result,
             reviewer=reviewer,
+            scope=user_scope(reviewer),
             value=value,
             score_type=score_type,
             rationale="r",
@@ -120,6 +124,7 @@ def test_record_verdict_requires_a_rationale(result: Any, reviewer: User) -> Non
         record_verdict(
             attack_result=result,
             reviewer=reviewer,
+            scope=user_scope(reviewer),
             value=True,
             score_type="true_false",
             rationale="  ",
@@ -131,6 +136,7 @@ def test_read_only_users_cannot_record_verdicts(result: Any, reader: User) -> No
         record_verdict(
             attack_result=result,
             reviewer=reader,
+            scope=user_scope(reader),
             value=True,
             score_type="true_false",
             rationale="r",
@@ -198,6 +204,7 @@ def test_anonymous_post_goes_to_login_and_get_is_not_allowed(
 
 
 def test_verdict_for_unknown_result_is_404(reviewer_client: Client) -> None:
+    Operation.objects.create(name="op-a")  # the reviewer joins it: a member of some operation
     url = reverse("scoring:verdict", args=["00000000-0000-0000-0000-000000000000"])
     assert reviewer_client.post(url, {"verdict": "true", "rationale": "x"}).status_code == 404
 
@@ -213,25 +220,57 @@ def test_record_and_next_moves_to_the_next_unreviewed_result(reviewer_client: Cl
     assert response["Location"] == f"{expected}?queue=unreviewed"
 
 
-def test_ensure_roles_is_idempotent_and_grants_the_right_permissions() -> None:
-    ensure_roles()
-    ensure_roles()
-    reviewer = Group.objects.get(name=REVIEWER_GROUP)
-    read_only = Group.objects.get(name=READ_ONLY_GROUP)
-    assert reviewer.permissions.filter(codename="record_verdict").exists()
-    assert not read_only.permissions.filter(codename="record_verdict").exists()
-    for group in (reviewer, read_only):
-        assert group.permissions.filter(codename="view_conversation").exists()
-        assert group.permissions.filter(codename="view_score").exists()
-    assert Group.objects.filter(name__in=[REVIEWER_GROUP, READ_ONLY_GROUP]).count() == 2
+@pytest.mark.parametrize(
+    ("role", "archived", "allowed"),
+    [
+        ("read-only", False, False),
+        ("reviewer", False, True),
+        ("adjudicator", False, True),
+        ("lead", False, True),
+        ("lead", True, False),
+    ],
+)
+def test_verdicts_need_the_reviewer_role_in_a_live_operation(
+    result: Any, role: str, archived: bool, allowed: bool
+) -> None:
+    user = User.objects.create_user("vera")
+    grant(user, result.operation, role)
+    Operation.objects.filter(pk=result.operation_id).update(archived=archived)
+
+    def record() -> Score:
+        return record_verdict(
+            attack_result=result,
+            reviewer=user,
+            scope=user_scope(user),
+            value=True,
+            score_type="true_false",
+            rationale="r",
+        )
+
+    if allowed:
+        assert record().operation_id == result.operation_id
+    else:
+        with pytest.raises(PermissionDenied):
+            record()
+        assert not Score.objects.filter(source="human").exists()
 
 
 def test_a_second_reviewer_gets_a_distinct_scorer_identifier(result: Any, reviewer: User) -> None:
     other = make_user("sam", "reviewer")
     a = record_verdict(
-        attack_result=result, reviewer=reviewer, value=True, score_type="true_false", rationale="r"
+        attack_result=result,
+        reviewer=reviewer,
+        scope=user_scope(reviewer),
+        value=True,
+        score_type="true_false",
+        rationale="r",
     )
     b = record_verdict(
-        attack_result=result, reviewer=other, value=True, score_type="true_false", rationale="r"
+        attack_result=result,
+        reviewer=other,
+        scope=user_scope(other),
+        value=True,
+        score_type="true_false",
+        rationale="r",
     )
     assert a.scorer_identifier_id != b.scorer_identifier_id
