@@ -5,8 +5,9 @@ Policy (documented in the README and the OpenAPI description):
   and media) and/or `read` (every GET endpoint). Revoked, expired or unknown keys get 401.
 - Reads and writes are confined to operations (redteam.common.access): a key to its
   operations (as far as its user is still a member), a browser user to their memberships.
-- A browser (session) user may read with a role in some operation, as on the review pages. A session user may ingest only if they are staff; DRF's
-  SessionAuthentication enforces CSRF for them, so a hostile page cannot post on their behalf.
+- A browser (session) user may read with a role in some operation, as on the review pages.
+  A session user may ingest only if they are staff; DRF's SessionAuthentication enforces CSRF
+  for them, so a hostile page cannot post on their behalf.
 - Nothing is reachable anonymously.
 - Key guessing is rate-limited per client address (REDTEAM_API_KEY_FAILURE_LIMIT failures per
   REDTEAM_API_KEY_FAILURE_WINDOW seconds, then 429 with Retry-After), and an unknown prefix
@@ -192,7 +193,8 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
             "type": "http",
             "scheme": "bearer",
             "description": (
-                "API key from `manage.py create_api_key --user NAME --scopes ingest,read`, "
-                "sent as `Authorization: Bearer <key>`. Scopes: `ingest`, `read`."
+                "API key from `manage.py create_api_key --user NAME --scopes ingest,read "
+                "--operations OP1,OP2`, sent as `Authorization: Bearer <key>`. Scopes: "
+                "`ingest`, `read`; the key reads and writes only its operations."
             ),
         }

@@ -52,8 +52,9 @@ def create_operation(*, name: str, description: str = "") -> Operation:
 def grant_role(*, user: AccountUser, operation: Operation, role: str) -> GrantOutcome:
     """Make `user` a member of `operation` with `role`, or change the role they hold.
 
-    The row is locked while it is read, so two grants at once cannot both insert. Queries:
-    the locked read, then (when something changes) the write with its audit.
+    The row is locked while it is read, so concurrent grants to a member apply one after the
+    other (two first grants at once: the unique constraint refuses the second). Queries: the
+    locked read, then (when something changes) the write with its audit.
     """
     if role not in OperationRole.values:
         raise ValidationError(
