@@ -195,8 +195,6 @@ def test_verdict_recorded_on_the_review_page_is_audited_with_the_reviewer(
 ) -> None:
     import json
 
-    from redteam.site.roles import ensure_roles
-
     from memory.models import AttackResult
     from redteam.site.ingest import ingest_batch
 
