@@ -400,7 +400,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "-c",
         "from django.contrib.auth.models import User; User.objects.get_or_create(username='bench')",
     )
-    key = manage(env, "create_api_key", "--user", "bench", "--scopes", "ingest").strip()
+    # The measured pieces name no operation: they land in the key's default, `bench`.
+    manage(env, "create_operation", "bench")
+    manage(env, "grant", "--user", "bench", "--operation", "bench", "--role", "reviewer")
+    key = manage(
+        env, "create_api_key", "--user", "bench", "--scopes", "ingest", "--operations", "bench"
+    ).strip()
 
     factory = PieceFactory(seed=20261122)
     print("generating pieces ...", flush=True)

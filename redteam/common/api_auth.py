@@ -193,7 +193,8 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
             "type": "http",
             "scheme": "bearer",
             "description": (
-                "API key from `manage.py create_api_key --user NAME --scopes ingest,read`, "
-                "sent as `Authorization: Bearer <key>`. Scopes: `ingest`, `read`."
+                "API key from `manage.py create_api_key --user NAME --scopes ingest,read "
+                "--operations OP1,OP2`, sent as `Authorization: Bearer <key>`. Scopes: "
+                "`ingest`, `read`; the key reads and writes only its operations."
             ),
         }

@@ -15,5 +15,5 @@ class CommonConfig(AppConfig):
     verbose_name = "redteam"
 
     def ready(self) -> None:
-        """Connect the audit signals (API key creation, revocation, deletion)."""
+        """Connect the audit signals (API keys, operations, memberships)."""
         from redteam.common import signals  # noqa: F401

@@ -2,16 +2,50 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import models, transaction
 from rest_framework_api_key.models import AbstractAPIKey, APIKeyManager
 
 from redteam.common.fields import ExactCharField
 from redteam.core.digests import SHA256_ANCHORED
-from redteam.core.operations import OPERATION_NAME_MAX
+from redteam.core.operations import (
+    OPERATION_NAME_MAX,
+    OperationLabelError,
+    labelled_operation,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from django.contrib.auth.models import User as AccountUser
+
+
+def validate_operation_name(value: Any) -> None:
+    """An operation's name is a value the `operation` label may hold (ingest names it so)."""
+    try:
+        labelled_operation({"operation": value})
+    except OperationLabelError as exc:
+        raise ValidationError(
+            "Not a valid operation name: the `operation` label %(problem)s.",
+            params={"problem": exc},
+            code="invalid_name",
+        ) from None
+
+
+def validate_harm_categories(value: Any) -> None:
+    """Sensitive harm categories are a JSON list of distinct, non-empty strings."""
+    if (
+        not isinstance(value, list)
+        or not all(isinstance(c, str) and c.strip() for c in value)
+        or len(set(value)) != len(value)
+    ):
+        raise ValidationError(
+            'Harm categories are a JSON list of distinct non-empty strings, e.g. ["sexual"].',
+            code="invalid_harm_categories",
+        )
 
 
 class Operation(models.Model):
@@ -21,7 +55,10 @@ class Operation(models.Model):
     Members see it (OperationMembership); superusers see every operation.
     """
 
-    name = ExactCharField(max_length=OPERATION_NAME_MAX, unique=True)
+    # Not editable once created in the admin: rows are matched to it by this label value.
+    name = ExactCharField(
+        max_length=OPERATION_NAME_MAX, unique=True, validators=[validate_operation_name]
+    )
     description = models.TextField(blank=True, default="")
     # Archived: still readable by its members; nothing new is ingested or judged in it.
     archived = models.BooleanField(default=False)
@@ -30,6 +67,7 @@ class Operation(models.Model):
     sensitive_harm_categories = models.JSONField(
         default=list,
         blank=True,
+        validators=[validate_harm_categories],
         help_text='Harm categories shown blurred until revealed, e.g. ["sexual", "violence"].',
     )
     created_at = models.DateTimeField(auto_now_add=True)
@@ -133,13 +171,73 @@ def granted_scopes(value: Any) -> frozenset[str]:
     return frozenset(value)
 
 
+def operations_outside_memberships(user: AccountUser, operations: Iterable[Operation]) -> list[str]:
+    """Names of the operations `user` is not a member of (none for a superuser); one query."""
+    chosen = {op.pk: op.name for op in operations}
+    if not chosen or user.is_superuser:
+        return []
+    member_of = set(
+        OperationMembership.objects.filter(user=user, operation_id__in=sorted(chosen)).values_list(
+            "operation_id", flat=True
+        )
+    )
+    return sorted(name for pk, name in chosen.items() if pk not in member_of)
+
+
+def validate_key_operations(
+    user: AccountUser,
+    operations: Iterable[Operation],
+    default_operation: Operation | None,
+    *,
+    require_some: bool = True,
+) -> None:
+    """A key reaches only operations its user is a member of (any, for a superuser's key),
+    and its default operation is one of them; ValidationError says what is wrong.
+
+    Reading is narrowed to the user's memberships again on every request (access.key_scope),
+    so this refuses at creation a key that could never do what it names.
+    """
+    chosen = list(operations)
+    if require_some and not chosen:
+        raise ValidationError(
+            "Choose at least one operation: a key with none reads and writes nothing.",
+            code="no_operations",
+        )
+    if default_operation is not None and default_operation.pk not in {op.pk for op in chosen}:
+        raise ValidationError(
+            "The default operation %(name)s is not one of the key's operations.",
+            params={"name": default_operation.name},
+            code="default_not_chosen",
+        )
+    outside = operations_outside_memberships(user, chosen)
+    if outside:
+        raise ValidationError(
+            "%(user)s is not a member of %(names)s: grant them a role there first.",
+            params={"user": user.get_username(), "names": ", ".join(outside)},
+            code="not_a_member",
+        )
+
+
 class ApiKeyManager(APIKeyManager):
     """Creates keys only with valid scopes, however they are created (admin, command, shell)."""
 
-    def create_key(self, **kwargs: Any) -> tuple[Any, str]:
-        """Validate `scopes` (ValidationError), then create the key and return (row, secret)."""
+    def create_key(
+        self, *, operations: Iterable[Operation] | None = None, **kwargs: Any
+    ) -> tuple[Any, str]:
+        """Validate `scopes` (and `operations`, when given), create the key, return (row, secret).
+
+        With `operations` the key is bound to them in the same transaction, after
+        validate_key_operations (the user's memberships, `default_operation` among them).
+        """
         validate_scopes(kwargs.get("scopes", []))
-        return super().create_key(**kwargs)
+        if operations is None:
+            return super().create_key(**kwargs)
+        chosen = list(operations)
+        validate_key_operations(kwargs["user"], chosen, kwargs.get("default_operation"))
+        with transaction.atomic():
+            api_key, secret = super().create_key(**kwargs)
+            cast(ApiKey, api_key).operations.set(chosen)
+        return api_key, secret
 
 
 class ApiKey(AbstractAPIKey):

@@ -19,6 +19,7 @@ from django.utils import timezone
 from rest_framework_api_key.crypto import KeyGenerator
 
 from redteam.common.models import ApiKey, ApiKeyFailureWindow, AuditEvent, granted_scopes
+from tests.access import grant
 from tests.api.conftest import KeyFactory
 
 pytestmark = pytest.mark.django_db
@@ -81,7 +82,9 @@ def test_admin_form_refuses_malformed_scopes(user: User) -> None:
     assert response.status_code == 200
     assert b"Scopes are a JSON list drawn from" in response.content
     assert not ApiKey.objects.exists()
-    assert client.post(url, {**form, "scopes": '["read"]'}).status_code == 302
+    operation = grant(user, "op1", "read-only").operation
+    valid = {**form, "scopes": '["read"]', "operations": [operation.pk]}
+    assert client.post(url, valid).status_code == 302
     assert ApiKey.objects.get().scopes == ["read"]
     assert ApiKey in site._registry
 

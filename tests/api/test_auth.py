@@ -198,7 +198,10 @@ def test_authentication_costs_one_query(
 
 
 def test_create_api_key_prints_a_working_key_once(user: User, capsys: Any) -> None:
-    call_command("create_api_key", "--user", user.username, "--scopes", "ingest,read")
+    grant(user, "op1", "reviewer")
+    call_command(
+        "create_api_key", "--user", user.username, "--scopes", "ingest,read", "--operations", "op1"
+    )
     out, err = capsys.readouterr()
     key = out.strip()
     assert "." in key
@@ -213,7 +216,10 @@ def test_create_api_key_prints_a_working_key_once(user: User, capsys: Any) -> No
 
 
 def test_create_api_key_with_read_scope_only(user: User, capsys: Any) -> None:
-    call_command("create_api_key", "--user", user.username, "--scopes", "read")
+    grant(user, "op1", "reviewer")
+    call_command(
+        "create_api_key", "--user", user.username, "--scopes", "read", "--operations", "op1"
+    )
     key = capsys.readouterr().out.strip()
     assert bearer_client(key).post(INGEST, {}, format="json").status_code == 403
 

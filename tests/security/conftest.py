@@ -9,11 +9,9 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
-from redteam.site.roles import ensure_roles
 
 from redteam.common.models import ApiKey
-from redteam.common.roles import READ_ONLY_GROUP, REVIEWER_GROUP
+from tests.access import bind_everywhere, grant_everywhere
 from tests.api.pyrit_fixtures import SCENARIO_FIXTURES
 
 # A 1x1 PNG.
@@ -34,21 +32,21 @@ class Roles:
 @pytest.fixture
 def roles(db: None) -> Roles:
     """anonymous, read-only key, ingest-only key, revoked key, and session users by role."""
-    ensure_roles()
     users_model = get_user_model()
     owner = users_model.objects.create_user("key-owner")
     keys = {
-        "read_key": ApiKey.objects.create_key(name="r", user=owner, scopes=["read"])[1],
-        "ingest_key": ApiKey.objects.create_key(name="i", user=owner, scopes=["ingest"])[1],
+        "read_key": _bound_key(owner, "r", ["read"]),
+        "ingest_key": _bound_key(owner, "i", ["ingest"]),
     }
     revoked, secret = ApiKey.objects.create_key(name="x", user=owner, scopes=["ingest", "read"])
+    bind_everywhere(revoked)
     revoked.revoked = True
     revoked.save()
     keys["revoked_key"] = secret
     reviewer = users_model.objects.create_user("reviewer")
-    reviewer.groups.add(Group.objects.get(name=REVIEWER_GROUP))
+    grant_everywhere(reviewer, "reviewer")
     readonly = users_model.objects.create_user("readonly")
-    readonly.groups.add(Group.objects.get(name=READ_ONLY_GROUP))
+    grant_everywhere(readonly, "read-only")
     users = {
         "norole_user": users_model.objects.create_user("norole"),
         "readonly_user": readonly,
@@ -56,6 +54,13 @@ def roles(db: None) -> Roles:
         "staff": users_model.objects.create_superuser("staff", "staff@example.org", "pw"),
     }
     return Roles(keys=keys, users=users)
+
+
+def _bound_key(owner: Any, name: str, scopes: list[str]) -> str:
+    """A key of `owner` in every operation of the test (see tests.access.bind_everywhere)."""
+    row, secret = ApiKey.objects.create_key(name=name, user=owner, scopes=scopes)
+    bind_everywhere(row)
+    return secret
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from redteam.common.audit import acting_as, record_audit
 from redteam.common.models import ApiKey, AuditEvent
+from tests.access import grant, grant_everywhere
 
 pytestmark = pytest.mark.django_db
 
@@ -39,9 +40,16 @@ def _events(action: str) -> list[AuditEvent]:
 def test_key_created_in_admin_is_audited_with_the_admin_as_actor(
     admin_client: Client, staff: Any, owner: Any
 ) -> None:
+    operation = grant(owner, "op1", "reviewer").operation
     response = admin_client.post(
         reverse("admin:redteam_apikey_add"),
-        {"name": "ci pusher", "user": owner.pk, "scopes": '["ingest"]'},
+        {
+            "name": "ci pusher",
+            "user": owner.pk,
+            "scopes": '["ingest"]',
+            "operations": [operation.pk],
+            "default_operation": operation.pk,
+        },
     )
     assert response.status_code == 302, response.content
     key = ApiKey.objects.get()
@@ -50,7 +58,16 @@ def test_key_created_in_admin_is_audited_with_the_admin_as_actor(
     assert event.actor_name == "admin"
     assert event.object_type == "api_key"
     assert event.object_id == key.prefix
-    assert event.detail == {"name": "ci pusher", "user": "attacker-bot", "scopes": ["ingest"]}
+    assert event.detail == {
+        "name": "ci pusher",
+        "user": "attacker-bot",
+        "scopes": ["ingest"],
+        "default_operation": "op1",
+    }
+    # The operations are saved after the key: their own event, also the admin's.
+    [bound] = _events("api_key.operations")
+    assert (bound.actor, bound.object_id) == (staff, key.prefix)
+    assert (bound.detail["added"], bound.detail["operations"]) == (["op1"], ["op1"])
     assert event.at is not None
     # The key itself, or its hash, never lands in the trail.
     assert key.hashed_key not in str(event.detail)
@@ -155,9 +172,15 @@ def test_create_api_key_command_is_audited_once_as_the_command() -> None:
 
     from django.core.management import call_command
 
+    grant(get_user_model().objects.get(username="attacker-bot"), "op1", "read-only")
     out = StringIO()
     call_command(
-        "create_api_key", user="attacker-bot", scopes="read", stdout=out, stderr=StringIO()
+        "create_api_key",
+        user="attacker-bot",
+        scopes="read",
+        operations="op1",
+        stdout=out,
+        stderr=StringIO(),
     )
     key = ApiKey.objects.get()
     assert out.getvalue().strip().startswith(key.prefix + ".")
@@ -172,10 +195,7 @@ def test_verdict_recorded_on_the_review_page_is_audited_with_the_reviewer(
 ) -> None:
     import json
 
-    from redteam.site.roles import ensure_roles
-
     from memory.models import AttackResult
-    from redteam.common.roles import REVIEWER_GROUP
     from redteam.site.ingest import ingest_batch
 
     base = fixtures_dir / "pyrit-1.1"
@@ -191,11 +211,8 @@ def test_verdict_recorded_on_the_review_page_is_audited_with_the_reviewer(
         }
     )
     assert report.errors == 0
-    ensure_roles()
-    from django.contrib.auth.models import Group
-
     reviewer = get_user_model().objects.create_user("judge")
-    reviewer.groups.add(Group.objects.get(name=REVIEWER_GROUP))
+    grant_everywhere(reviewer, "reviewer")
     client = Client()
     client.force_login(reviewer)
     result = AttackResult.objects.order_by("pk").first()
