@@ -49,7 +49,9 @@ def grant(user: Any, operation: Operation | str, role: str = "reviewer") -> Oper
 
 
 def grant_everywhere(user: Any, role: str = "reviewer") -> None:
-    """Member of every operation that exists now or is created later in this test."""
+    """Member of every operation that exists now or is created later in this test (at least
+    `unassigned`, so pages outside operations, such as the seed library, let them in)."""
+    Operation.objects.get_or_create(name=UNASSIGNED)
     _EVERYWHERE[user] = role
     for operation in Operation.objects.all():
         grant(user, operation, role)

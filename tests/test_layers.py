@@ -61,7 +61,7 @@ def test_the_layers_are_the_documented_ones() -> None:
     [
         ("seeds.models", "memory.models"),
         ("memory.store_pieces", "scoring.tallies"),
-        ("redteam.common.roles", "redteam.site.roles"),
+        ("redteam.common.roles", "redteam.site.ingest"),
         ("redteam.core.trees", "redteam.common.media"),
         ("scoring.views", "redteam.site.ingest"),
     ],

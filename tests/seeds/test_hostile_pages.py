@@ -20,17 +20,16 @@ from typing import Any
 
 import pytest
 from django.conf import settings
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.db import connection, connections
 from django.test.client import Client
 from django.urls import reverse
-from redteam.site.roles import ensure_roles
 
-from redteam.common.roles import READ_ONLY_GROUP
 from seeds.models import Seed, SeedDataset, SeedGroup
 from seeds.querysets import SEEDS_SHOWN_PER_GROUP
+from tests.access import grant_everywhere
 
 from .factories import make_dataset, make_group, make_seed
 
@@ -58,9 +57,8 @@ def ceiling() -> Iterator[None]:
 @pytest.fixture
 def reader() -> Client:
     """A logged-in read-only reviewer."""
-    ensure_roles()
     user = User.objects.create_user("reader", password="pw-reader-123")
-    user.groups.add(Group.objects.get(name=READ_ONLY_GROUP))
+    grant_everywhere(user, "read-only")
     client = Client()
     client.force_login(user)
     return client
@@ -92,8 +90,7 @@ def test_showing_the_preview_never_renders(reader: Client, staff: Client) -> Non
 
 
 def test_the_preview_post_needs_the_csrf_token(curator: User) -> None:
-    ensure_roles()
-    curator.groups.add(Group.objects.get(name=READ_ONLY_GROUP))
+    grant_everywhere(curator, "read-only")
     seed = make_seed(make_dataset(), value="Hi {{ who }}", parameters=["who"])
     client = Client(enforce_csrf_checks=True)
     client.force_login(curator)

@@ -7,15 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, Permission, User
+from django.contrib.auth.models import Permission, User
 from django.test.client import Client
 from django.urls import reverse
-from redteam.site.roles import ensure_roles
 
 from memory.models import AttackResult, MessagePiece
 from memory.services import store_attack_results, store_conversations, store_message_pieces
-from redteam.common.roles import READ_ONLY_GROUP
 from seeds.models import Seed, SeedDataset
+from tests.access import grant_everywhere
 
 from .factories import make_dataset, make_group, make_seed
 
@@ -27,9 +26,8 @@ HOSTILE = "<script>alert(1)</script>{{ 7*7 }}"
 @pytest.fixture
 def reader(client: Client) -> Client:
     """A logged-in read-only reviewer (may read the pages) without any seeds permission."""
-    ensure_roles()
     user = User.objects.create_user("reader", password="pw-reader-123")
-    user.groups.add(Group.objects.get(name=READ_ONLY_GROUP))
+    grant_everywhere(user, "read-only")
     client.force_login(user)
     return client
 
@@ -142,9 +140,8 @@ def memory_rows(fixtures_dir: Path) -> None:
 @pytest.fixture
 def promoter(client: Client) -> tuple[Client, User]:
     """A read-only reviewer who may also add seeds."""
-    ensure_roles()
     user = User.objects.create_user("promoter", password="pw-promoter-123")
-    user.groups.add(Group.objects.get(name=READ_ONLY_GROUP))
+    grant_everywhere(user, "read-only")
     user.user_permissions.add(Permission.objects.get(codename="add_seed"))
     client.force_login(user)
     return client, user
