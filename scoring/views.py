@@ -151,13 +151,13 @@ def _queue_neighbours(request: HttpRequest, current: AttackResult | None) -> dic
     return {"queue": view, "queue_previous": newer, "queue_next": older}
 
 
-@require_GET
 def _records_verdicts(scope: Scope) -> bool:
     """True when the caller may record verdicts in at least one operation."""
     allowed = scope.verdict_operation_ids()
     return allowed is None or bool(allowed)
 
 
+@require_GET
 @viewer_required
 def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpResponse:
     """A conversation reassembled: messages, pieces by data type, diffs, scores, verdicts."""
