@@ -203,15 +203,15 @@ def test_query_count_is_constant_in_conversation_length(
         make_score(piece=piece)
     result = make_attack_result(conv, related=[(f"rel-{i}", "pruned") for i in range(n)])
     make_score(attack_result=result, source="human", value="false")
-    # session, user, 2 permissions; conversation (+target dump); pieces (+media and
+    # session, user, scope (memberships); conversation (+target dump); pieces (+media and
     # identifiers); converter chains (+identifier, dump); attack results (+dump, last
     # response); their related conversations; references to this conversation; scores
-    # (+scorer dump, reviewer).
-    with django_assert_num_queries(11):
+    # (+scorer dump, reviewer); the operation's sensitive categories; 2 permissions (promote).
+    with django_assert_num_queries(13):
         response = reviewer_client.get(reverse("scoring:conversation_detail", args=[conv.pk]))
     assert len(response.context["conversation_messages"]) == n
     # In queue mode, two more: the previous and next results of the queue.
-    with django_assert_num_queries(13):
+    with django_assert_num_queries(15):
         reviewer_client.get(
             reverse("scoring:conversation_detail", args=[conv.pk]) + "?queue=reviewed"
         )

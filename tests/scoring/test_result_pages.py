@@ -149,8 +149,9 @@ def test_result_detail_query_count_is_constant(
     )
     for _ in range(n):
         make_score(attack_result=result, source="human", reviewer=reviewer)
-    # session, user, 2 permissions; result (+dump, last response, conversation); related
-    # conversations; verdicts and the last score (+scorer dump, reviewer).
+    # session, user, scope (memberships); result (+dump, last response, conversation);
+    # related conversations; verdicts and the last score (+scorer dump, reviewer); the
+    # operation's sensitive categories.
     with django_assert_num_queries(7):
         reviewer_client.get(reverse("scoring:attack_result_detail", args=[result.pk]))
 
@@ -188,8 +189,8 @@ def test_objective_page_query_count_is_constant(
     reviewer_client: Client, django_assert_num_queries: Any, n: int
 ) -> None:
     results = [make_attack_result(make_conversation(2), objective="goal") for _ in range(n)]
-    # session, user, 2 permissions; attempts (+last response, identifier); their verdicts
-    # and last scores.
+    # session, user, scope (memberships); attempts (+last response, identifier); their
+    # verdicts and last scores; the operations' sensitive categories.
     with django_assert_num_queries(6):
         reviewer_client.get(reverse("scoring:objective_detail", args=[results[0].objective_sha256]))
 
