@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.models import IdentifierDump, MessagePiece, PieceConverter, Score
+from memory.sensitive import Sensitivity
 from redteam.common.media import is_inline_media
 from redteam.common.models import MediaBlob
 from redteam.core.reassembly import group_by_sequence
@@ -57,6 +58,8 @@ class PieceView:
     diff: TextDiff | None
     converters: list[PieceConverter]
     scores: list[Any] = field(default_factory=list)
+    # Set by memory.sensitive.mark_sensitive_pieces when the operation asks to hide it.
+    sensitive: Sensitivity | None = None
 
     @property
     def metadata_json(self) -> str:

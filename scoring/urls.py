@@ -15,6 +15,11 @@ urlpatterns = [
         views.conversation_detail,
         name="conversation_detail",
     ),
+    path(
+        "conversations/<storedid:conversation_id>/reveal/",
+        views.reveal_piece,
+        name="reveal_piece",
+    ),
     path("attack-results/", views.attack_result_list, name="attack_result_list"),
     path(
         "attack-results/<uuid:attack_result_id>/",

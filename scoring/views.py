@@ -20,13 +20,20 @@ from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Model, Q, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    JsonResponse,
+)
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memory.filters import AttackResultFilterSet
-from memory.models import AttackResult, IdentifierDump, Score
+from memory.models import AttackResult, Conversation, IdentifierDump, MessagePiece, Score
 from memory.presenters import ScoreView, TreesOnce, dump_tree, message_views
 from memory.querysets import (
     MAX_RELATED_SHOWN,
@@ -35,6 +42,15 @@ from memory.querysets import (
     conversation_for_detail,
     pieces_for_conversation,
     references_to_conversation,
+)
+from memory.sensitive import (
+    Sensitivity,
+    mark_sensitive_pieces,
+    piece_id_or_none,
+    record_reveal,
+    response_sensitivity,
+    revealed_url,
+    sensitive_policy,
 )
 from memory.views import filter_form_context
 from redteam.common.access import Scope, ScopedQuerySet, scope_for
@@ -200,7 +216,8 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
     # pieces (+media, identifiers); converter chains; attack results (+operation, dumps, last
     # response); their related conversations; references to this conversation; scores
     # (+scorer dumps, reviewer); the promote form's permission check (2, when not cached);
-    # 0.13 piece-level target/attack dumps. In queue mode, +2 for previous/next.
+    # 0.13 piece-level target/attack dumps; the operation's sensitive categories (+ this
+    # user's reveals named by ?reveal=). In queue mode, +2 for previous/next.
     scope = scope_for(request)
     conversation = (
         _visible(conversation_for_detail(), scope)
@@ -265,6 +282,12 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
                 **_access(scope, r),
             )
         )
+    mark_sensitive_pieces(
+        sensitive_policy(request, [conversation.operation_id]),
+        [pv for message in messages_ for pv in message.pieces],
+        conversation=conversation,
+        result_categories=[r.targeted_harm_categories for r in results],
+    )
     target_tree, legacy_attack_tree = _conversation_trees(conversation, pieces)
     context = {
         "conversation": conversation,
@@ -298,6 +321,49 @@ def _conversation_trees(conversation: Any, pieces: list[Any]) -> tuple[TreeNode 
         target = dump_tree(dumps.get(first)) if first else None
     attack_digest = next((p.attack_dump_id for p in pieces if p.attack_dump_id), None)
     return target, dump_tree(dumps.get(attack_digest)) if attack_digest else None
+
+
+@require_POST
+@viewer_required
+def reveal_piece(request: HttpRequest, conversation_id: str) -> HttpResponse:
+    """Reveal one sensitive piece (POST `piece`): audit who and when, then answer the page's
+    script (JSON) or, without script, send the browser back to `next` with the piece shown."""
+    # Queries: session, user, scope; the conversation (+operation); the piece; its attack
+    # results' harm categories; the audit row.
+    conversation = (
+        Conversation.objects.visible_to(scope_for(request))
+        .select_related("operation")
+        .filter(pk=conversation_id)
+        .first()
+    )
+    if conversation is None:
+        raise Http404("No such conversation.")
+    piece_id = piece_id_or_none(request.POST.get("piece"))
+    if piece_id is None:
+        return HttpResponseBadRequest("Name the piece to reveal.")
+    piece = (
+        MessagePiece.objects.filter(conversation_id=conversation.pk, pk=piece_id)
+        .only("id", "conversation_id", "targeted_harm_categories")
+        .first()
+    )
+    if piece is None:
+        raise Http404("No such piece in this conversation.")
+    event = record_reveal(actor=request.user, conversation=conversation, piece=piece)
+    if "application/json" in request.headers.get("Accept", ""):
+        return JsonResponse(
+            {
+                "piece": piece_id,
+                "categories": event.detail["categories"],
+                "revealed_by": event.actor_name,
+                "revealed_at": event.at.isoformat(),
+            }
+        )
+    back = request.POST.get("next") or ""
+    if not url_has_allowed_host_and_scheme(
+        back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        back = reverse("scoring:conversation_detail", args=[conversation.pk])
+    return redirect(revealed_url(back, piece_id))
 
 
 @require_POST
@@ -440,7 +506,8 @@ def attack_result_detail(request: HttpRequest, attack_result_id: uuid.UUID) -> H
     """One attack result: objective, outcome, verdicts, identifiers, errors, related (404
     unless it is in one of the viewer's operations)."""
     # Queries: session, user, memberships; result (+operation, dump, last response,
-    # conversation); related conversations; scores (verdicts and last score, +scorer dumps).
+    # conversation); related conversations; scores (verdicts and last score, +scorer dumps);
+    # the operations' sensitive categories (+ this user's reveals named by ?reveal=).
     scope = scope_for(request)
     result = (
         _visible(attack_results_for_detail(), scope)
@@ -464,6 +531,7 @@ def attack_result_detail(request: HttpRequest, attack_result_id: uuid.UUID) -> H
     verdicts = [ScoreView(s, tree_once(s.scorer_dump)) for s in scores if s.source == "human"]
     last = next((s for s in scores if s.id == result.last_score_id), None)
     human = verdicts[0].score if verdicts else None
+    policy = sensitive_policy(request, [result.operation_id, result.conversation.operation_id])
     context = {
         "r": ResultView(
             result=result,
@@ -479,6 +547,9 @@ def attack_result_detail(request: HttpRequest, attack_result_id: uuid.UUID) -> H
         "last_response": display_text(result.last_response.converted_value)
         if result.last_response
         else None,
+        "last_response_sensitive": response_sensitivity(
+            policy, result, conversation=result.conversation
+        ),
     }
     return render(request, "scoring/attackresult_detail.html", context)
 
@@ -492,6 +563,7 @@ class Attempt:
     last_score: Score | None
     effective: str
     response: Any
+    response_sensitive: Sensitivity | None = None
 
 
 @require_GET
@@ -500,7 +572,8 @@ def objective_detail(request: HttpRequest, objective_sha256: str) -> HttpRespons
     """Every attempt at one objective (same objective_sha256) in the viewer's operations,
     side by side; 404 when none is visible (the same text may be an objective elsewhere)."""
     # Queries: session, user, memberships; attempts (+operation, last response, identifier);
-    # their scores (verdicts and last scores).
+    # their scores (verdicts and last scores); the operations' sensitive categories (+ this
+    # user's reveals named by ?reveal=).
     scope = scope_for(request)
     results = list(
         AttackResult.objects.visible_to(scope)
@@ -526,6 +599,7 @@ def objective_detail(request: HttpRequest, objective_sha256: str) -> HttpRespons
         if s.source == "human" and s.attack_result_id is not None:
             humans.setdefault(s.attack_result_id, s)
     by_id = {s.id: s for s in scores}
+    policy = sensitive_policy(request, [r.operation_id for r in results])
     attempts = [
         Attempt(
             result=r,
@@ -535,6 +609,7 @@ def objective_detail(request: HttpRequest, objective_sha256: str) -> HttpRespons
             response=display_text(r.last_response.converted_value, limit=4000)
             if r.last_response
             else None,
+            response_sensitive=response_sensitivity(policy, r),
         )
         for r in results
     ]

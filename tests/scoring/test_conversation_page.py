@@ -209,11 +209,12 @@ def test_query_count_is_constant_in_conversation_length(
     # and identifiers); converter chains (+identifier, dump); attack results (+operation,
     # dump, last response); their related conversations; references to this conversation;
     # scores (+scorer dump, reviewer); the promote form's permission check (2).
-    with django_assert_num_queries(12):
+    # + the operation's sensitive harm categories (reviewer safety).
+    with django_assert_num_queries(13):
         response = reviewer_client.get(reverse("scoring:conversation_detail", args=[conv.pk]))
     assert len(response.context["conversation_messages"]) == n
     # In queue mode, two more: the previous and next results of the queue.
-    with django_assert_num_queries(14):
+    with django_assert_num_queries(15):
         reviewer_client.get(
             reverse("scoring:conversation_detail", args=[conv.pk]) + "?queue=reviewed"
         )

@@ -161,7 +161,8 @@ def test_result_detail_query_count_is_constant(
         make_score(attack_result=result, source="human", reviewer=reviewer)
     # session, user, memberships; result (+operation, dump, last response, conversation);
     # related conversations; verdicts and the last score (+scorer dump, reviewer).
-    with django_assert_num_queries(6):
+    # + the operation's sensitive harm categories (reviewer safety).
+    with django_assert_num_queries(7):
         reviewer_client.get(reverse("scoring:attack_result_detail", args=[result.pk]))
 
 
@@ -201,7 +202,8 @@ def test_objective_page_query_count_is_constant(
     results = [make_attack_result(make_conversation(2), objective="goal") for _ in range(n)]
     # session, user, memberships; attempts (+operation, last response, identifier); their
     # verdicts and last scores.
-    with django_assert_num_queries(5):
+    # + the operation's sensitive harm categories (reviewer safety).
+    with django_assert_num_queries(6):
         reviewer_client.get(reverse("scoring:objective_detail", args=[results[0].objective_sha256]))
 
 

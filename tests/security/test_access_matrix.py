@@ -102,6 +102,8 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     "memory:scored_content_list": ("page_read", "GET"),
     "memory:scored_content_detail": ("page_read", "GET"),
     "scoring:conversation_detail": ("page_read", "GET"),
+    # Revealing a sensitive piece: anyone who may read the conversation (audited).
+    "scoring:reveal_piece": ("page_read", "POST"),
     "scoring:attack_result_list": ("page_read", "GET"),
     "scoring:attack_result_detail": ("page_read", "GET"),
     "scoring:verdict": ("page_verdict", "POST"),
