@@ -315,14 +315,15 @@ def test_scoped_pages_cost_the_same_queries_at_any_size(
     first = AttackResult.objects.filter(operation__name=MINE).order_by("ingested_at").first()
     assert first is not None
     # Each page's queries are listed in tests/scoring/test_result_pages.py and
-    # test_conversation_page.py; membership narrows them without adding any.
+    # test_conversation_page.py; membership narrows them without adding any (the detail
+    # pages read their operations' sensitive categories once).
     pages = {
         reverse("scoring:attack_result_list"): 6,
         reverse("scoring:review_queue") + "?view=disagree": 6,
-        reverse("scoring:attack_result_detail", args=[first.pk]): 6,
-        reverse("scoring:objective_detail", args=[first.objective_sha256]): 5,
+        reverse("scoring:attack_result_detail", args=[first.pk]): 7,
+        reverse("scoring:objective_detail", args=[first.objective_sha256]): 6,
         reverse("scoring:dashboard"): 8,
-        reverse("scoring:conversation_detail", args=[first.conversation_id]): 12,
+        reverse("scoring:conversation_detail", args=[first.conversation_id]): 13,
     }
     for url, expected in pages.items():
         with django_assert_num_queries(expected):
