@@ -527,13 +527,13 @@ def test_conversation_and_attack_result_batches_cost_constant_queries(
     # the default operation, INSERT pieces, UPDATE summaries; last scores: SELECT scores,
     # INSERT identifiers, INSERT dumps, INSERT identifier operations, INSERT scores; results:
     # INSERT stubs, SELECT conversations, SELECT related conversations, SELECT results, SELECT
-    # the labelled operation, create it (SELECT, SAVEPOINT, INSERT, RELEASE), INSERT
+    # the labelled operation, create it (SELECT, SAVEPOINT, INSERT, audit event, RELEASE), INSERT
     # identifiers, INSERT dumps, INSERT identifier operations, INSERT results, INSERT
     # references, UPDATE summaries. The results' label claims the conversations placed in the
     # default operation: UPDATE their operation, UPDATE their scores, SELECT the identifiers
     # they use (target, piece identifiers, converters), one SELECT per identifier tree level,
     # INSERT identifier operations; RELEASE.
-    with django_assert_num_queries(35):
+    with django_assert_num_queries(36):
         outcomes = services.store_attack_results(results)
     assert {o.status for o in outcomes} == {"stored"}
 

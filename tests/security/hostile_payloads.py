@@ -411,6 +411,8 @@ def unhashed_case(result_template: dict[str, Any], score: dict[str, Any]) -> Hos
         result_template, cid, "unhashed objective", atomic_attack_identifier=atomic
     )
     result["last_score"] = None
+    # The 0.13 piece placed the conversation in its labelled operation: the result names it too.
+    result["labels"] = {**(result.get("labels") or {}), "operation": "hostile"}
     body = {"message_pieces": [first, second], "scores": [scored], "attack_results": [result]}
     return HostileCase(
         "unhashed", "unhashed", [body], [cid], [result["attack_result_id"]], [result["objective"]]

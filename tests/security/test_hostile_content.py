@@ -29,7 +29,7 @@ from django.test import Client
 from django.urls import reverse
 
 from memory.models import AttackResult, Conversation, MessagePiece
-from redteam.common.models import ApiKey
+from redteam.common.models import ApiKey, Operation
 from tests.access import bind_everywhere, grant_everywhere
 from tests.reliability.payloads import make_piece
 
@@ -148,6 +148,10 @@ def opened_files(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+# An operation named like an injection: its name is shown on pages and must stay inert.
+HOSTILE_OPERATION = '<img src=x onerror="alert(1)">\u202eop{{ 7*7 }}'
+
+
 def _corpus(payloads: list[str], canary: Canary, media_root: Path) -> list[dict[str, Any]]:
     """Conversations of hostile pieces: text payloads, hidden characters, lying media paths."""
     texts = HANDWRITTEN + payloads + [TAG_SMUGGLED, RTL, ZERO_WIDTH, HUGE_LINE]
@@ -157,7 +161,11 @@ def _corpus(payloads: list[str], canary: Canary, media_root: Path) -> list[dict[
     for i, text in enumerate(texts):
         piece = make_piece(conversation, i, "user" if i % 2 == 0 else "assistant", text, start)
         piece["timestamp"] = (start + timedelta(seconds=i)).isoformat()
-        piece["labels"] = {"operation": text[:200], "op_name": "<b>bold</b>"}
+        piece["labels"] = {
+            "operation": HOSTILE_OPERATION,
+            "op_name": "<b>bold</b>",
+            "operator": text[:200],
+        }
         piece["prompt_metadata"] = {"note": text[:200]}
         pieces.append(piece)
     canary_sha = canary.sha256
@@ -214,6 +222,7 @@ def test_hostile_corpus_renders_inert_and_never_reads_outside_the_media_store(
     owner = get_user_model().objects.create_user("hostile-pusher")
     _row, key = ApiKey.objects.create_key(name="k", user=owner, scopes=["ingest", "read"])
     bind_everywhere(_row)
+    Operation.objects.create(name=HOSTILE_OPERATION)  # the key joins it (bind_everywhere)
     api = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
     media_root = Path(settings.MEDIA_ROOT)
     pieces = _corpus(garak, canary, media_root)

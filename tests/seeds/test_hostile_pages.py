@@ -219,9 +219,9 @@ def test_a_huge_group_shows_its_first_seeds_with_a_count(
 ) -> None:
     dataset = make_dataset()
     make_group(dataset, *({"value": "\u200b" * 600 + f" {i}"} for i in range(seeds)))
-    # session; user; dataset; group count (paginator); groups page with seed counts; their
-    # first seeds; the user's and their groups' permissions (for the edit/export links).
-    with django_assert_num_queries(8):
+    # session; user; memberships; dataset; group count (paginator); groups page with seed
+    # counts; their first seeds; the user's and their groups' permissions (edit/export links).
+    with django_assert_num_queries(9):
         response = reader.get(reverse("seeds:dataset_detail", args=[dataset.pk]))
     html = response.content.decode()
     assert html.count("<tr>") - 1 == min(seeds, SEEDS_SHOWN_PER_GROUP)

@@ -86,13 +86,13 @@ def test_dataset_pages_cost_the_same_queries_at_3_and_30_groups(
     reader: Client, n: int, django_assert_num_queries: Any
 ) -> None:
     dataset = _dataset_with_groups(n)
-    # session; user; the user's and their groups' permissions (for the admin link); datasets
-    # with counts.
-    with django_assert_num_queries(5):
+    # session; user; memberships (a role in some operation opens the library); the user's and
+    # their groups' permissions (for the admin link); datasets with counts.
+    with django_assert_num_queries(6):
         assert reader.get(reverse("seeds:dataset_list")).status_code == 200
-    # session; user; dataset; group count (paginator); groups page; their seeds; the user's
-    # and their groups' permissions (for the edit/export links).
-    with django_assert_num_queries(8):
+    # session; user; memberships; dataset; group count (paginator); groups page; their seeds;
+    # the user's and their groups' permissions (for the edit/export links).
+    with django_assert_num_queries(9):
         assert reader.get(reverse("seeds:dataset_detail", args=[dataset.pk])).status_code == 200
 
 
