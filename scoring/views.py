@@ -165,17 +165,19 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
     # identifiers); converter chains; attack results (+dumps, last response); their related
     # conversations; references to this conversation; scores (+scorer dumps, reviewer);
     # 0.13 piece-level target/attack dumps. In queue mode, +2 for previous/next.
-    conversation = conversation_for_detail().filter(pk=conversation_id).first()
+    conversation = conversation_for_detail(scope_for(request)).filter(pk=conversation_id).first()
     if conversation is None:
         raise Http404("No such conversation.")
-    pieces = list(pieces_for_conversation(conversation_id))
+    pieces = list(pieces_for_conversation(scope_for(request), conversation_id))
     messages_ = message_views(pieces)
     results = list(
-        attack_results_for_detail()
+        attack_results_for_detail(scope_for(request))
         .filter(conversation_id=conversation_id)
         .order_by("-timestamp", "-ingested_at")
     )
-    inbound = list(references_to_conversation(conversation_id)[:MAX_RELATED_SHOWN])
+    inbound = list(
+        references_to_conversation(scope_for(request), conversation_id)[:MAX_RELATED_SHOWN]
+    )
     result_ids = [r.pk for r in results]
     last_score_ids = [r.last_score_id for r in results if r.last_score_id]
     scores = list(
@@ -312,7 +314,9 @@ def _result_rows(
     request: HttpRequest, review_view: str | None
 ) -> tuple[AttackResultFilterSet, list[dict[str, Any]], str | None, str | None]:
     """Filtered, keyset-paginated attack results with their latest human verdicts."""
-    filterset = AttackResultFilterSet(request.GET, queryset=attack_results_for_list())
+    filterset = AttackResultFilterSet(
+        request.GET, queryset=attack_results_for_list(scope_for(request)), request=request
+    )
     if not filterset.is_valid():
         return filterset, [], None, None
     qs = filterset.qs
@@ -359,7 +363,9 @@ def _render_result_page(
     except BadCursor as exc:
         # The form and a link to the first page with the same filters, as a 400.
         cursor_error = str(exc)
-        filterset = AttackResultFilterSet(request.GET, queryset=attack_results_for_list())
+        filterset = AttackResultFilterSet(
+            request.GET, queryset=attack_results_for_list(scope_for(request)), request=request
+        )
         rows, next_cursor, previous_cursor = [], None, None
     context = {
         "filterset": filterset,
@@ -381,7 +387,7 @@ def attack_result_detail(request: HttpRequest, attack_result_id: uuid.UUID) -> H
     """One attack result: objective, outcome, verdicts, identifiers, errors, related."""
     # Queries: session, user, permissions (2); result (+dump, last response, conversation);
     # related conversations; scores (verdicts and last score, +scorer dumps).
-    result = attack_results_for_detail().filter(pk=attack_result_id).first()
+    result = attack_results_for_detail(scope_for(request)).filter(pk=attack_result_id).first()
     if result is None:
         raise Http404("No such attack result.")
     scores = list(
