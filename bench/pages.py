@@ -474,11 +474,12 @@ def sample_urls() -> dict[str, str]:
     """A conversation from the middle of the table and the list's second-page cursor."""
     from memory.models import Conversation
     from memory.querysets import conversations_for_list
+    from redteam.common.access import Scope
     from redteam.common.pagination import DEFAULT_PAGE_SIZE, encode_cursor
 
     total = Conversation.objects.count()
     middle = Conversation.objects.order_by("conversation_id")[total // 2]
-    last = list(conversations_for_list()[:DEFAULT_PAGE_SIZE])[-1]
+    last = list(conversations_for_list(Scope.everything_scope())[:DEFAULT_PAGE_SIZE])[-1]
     assert last.last_timestamp is not None
     cursor = encode_cursor("n", last.last_timestamp, last.conversation_id)
     return {"conversation": middle.conversation_id, "cursor": cursor}

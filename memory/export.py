@@ -4,8 +4,10 @@ Key orders are PyRIT's (memory/shapes.py). Identifiers come back verbatim from t
 IdentifierDump text. Timestamps are written as each line wrote them (redteam.core.timestamps).
 
 Exporting N rows costs a constant number of queries when the rows come from
-memory.querysets' ``*_for_export()`` querysets. Scores (which live in the scoring app) are
-attached by memory/export.py; here a 0.13 piece gets the score dicts it is handed.
+memory.querysets' ``*_for_export(scope)`` querysets. The functions that read more rows
+(scores, last scores) take the same `Scope`, so an export holds nothing of an operation
+its caller may not read: a score of another operation is left out, as PyRIT leaves out
+what its memory does not hold.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from memory.shapes import (
     SCORE_KEYS_1X,
     SCORE_KEYS_ENTRY,
 )
+from redteam.common.access import Scope
 from redteam.core.reassembly import sort_message_pieces
 from redteam.core.timestamps import timestamp_013, timestamp_1x
 
@@ -200,7 +203,9 @@ __all__ = [
     "export_pieces_with_scores",
     "export_score",
     "fits_013",
+    "last_scores_of",
     "scores_by_prompt_id",
+    "visible_last_response",
 ]
 
 ScoreShape = Literal["1.x", "0.13", "entry"]
@@ -241,30 +246,40 @@ def fits_013(score: Score) -> bool:
     return score.score_value is not None
 
 
-def _scores_query() -> Any:
-    return Score.objects.select_related("scorer_dump").order_by("timestamp", "id")
+def _scores_query(scope: Scope) -> Any:
+    return Score.objects.visible_to(scope).select_related("scorer_dump").order_by("timestamp", "id")
 
 
 def scores_by_prompt_id(
-    prompt_ids: Iterable[uuid.UUID], shape: ScoreShape = "0.13"
+    prompt_ids: Iterable[uuid.UUID], shape: ScoreShape = "0.13", *, scope: Scope
 ) -> dict[uuid.UUID, list[dict[str, Any]]]:
-    """Scores of the pieces whose original_prompt_id is given, grouped by it (one query)."""
+    """Visible scores of the pieces whose original_prompt_id is given, grouped by it (one
+    query)."""
     ids = list(set(prompt_ids))
     grouped: dict[uuid.UUID, list[dict[str, Any]]] = {}
     if not ids:
         return grouped
-    for score in _scores_query().filter(message_piece_id__in=ids):
+    for score in _scores_query(scope).filter(message_piece_id__in=ids):
         if score.message_piece_id is not None and (shape != "0.13" or fits_013(score)):
             grouped.setdefault(score.message_piece_id, []).append(export_score(score, shape))
     return grouped
 
 
 def export_pieces_with_scores(
-    pieces: Iterable[MessagePiece], shape: Shape = "0.13", *, pyrit_order: bool = True
+    pieces: Iterable[MessagePiece],
+    shape: Shape = "0.13",
+    *,
+    scope: Scope,
+    pyrit_order: bool = True,
 ) -> list[dict[str, Any]]:
-    """Pieces in PyRIT's shape; in 0.13 each carries its scores (one extra query in all)."""
+    """Pieces in PyRIT's shape; in 0.13 each carries its visible scores (one extra query in
+    all)."""
     rows = list(pieces)
-    scores = scores_by_prompt_id(p.original_prompt_id for p in rows) if shape == "0.13" else {}
+    scores = (
+        scores_by_prompt_id((p.original_prompt_id for p in rows), scope=scope)
+        if shape == "0.13"
+        else {}
+    )
     return export_pieces(rows, shape, scores_by_prompt_id=scores, pyrit_order=pyrit_order)
 
 
@@ -285,15 +300,28 @@ def _related(result: AttackResult, shape: Shape) -> list[dict[str, Any]]:
     return refs
 
 
+def visible_last_response(result: AttackResult, scope: Scope) -> MessagePiece | None:
+    """The result's last response, None when it is not stored or its conversation is outside
+    the scope (a sender in two operations could point one's result at the other's piece).
+
+    No query: attack_results_for_export selects the piece's conversation.
+    """
+    piece = result.last_response
+    if piece is None or not scope.may_read(piece.conversation.operation_id):
+        return None
+    return piece
+
+
 def export_attack_result(
     result: AttackResult,
     shape: Shape = "1.x",
     *,
+    last_response: MessagePiece | None = None,
     last_score: Score | None = None,
     last_response_scores: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
-    """One AttackResult as PyRIT serializes it, with its last response and last score."""
-    last_response = result.last_response  # None when the piece is not stored
+    """One AttackResult as PyRIT serializes it, with the last response and last score the
+    caller may see (visible_last_response; the visible score)."""
     values: dict[str, Any] = {
         "conversation_id": result.conversation_id,
         "objective": result.objective,
@@ -324,31 +352,38 @@ def export_attack_result(
     return {key: values[key] for key in keys}
 
 
+def last_scores_of(results: Sequence[AttackResult], scope: Scope) -> dict[uuid.UUID, Score]:
+    """The visible last scores of these results, by id (one query; none when no result has
+    one)."""
+    score_ids = [r.last_score_id for r in results if r.last_score_id is not None]
+    if not score_ids:
+        return {}
+    scores = Score.objects.visible_to(scope).select_related("scorer_dump").filter(id__in=score_ids)
+    return {s.id: s for s in scores}
+
+
 def export_attack_results(
-    results: Iterable[AttackResult], shape: Shape = "1.x"
+    results: Iterable[AttackResult], shape: Shape = "1.x", *, scope: Scope
 ) -> list[dict[str, Any]]:
-    """Attack results from attack_results_for_export(): one extra query for the last scores,
-    and one more in the 0.13 shape for the last responses' scores."""
+    """Attack results from attack_results_for_export(scope): one extra query for the last
+    scores, and one more in the 0.13 shape for the last responses' scores."""
     rows = list(results)
-    score_ids = [r.last_score_id for r in rows if r.last_score_id is not None]
-    last_scores = (
-        {s.id: s for s in Score.objects.select_related("scorer_dump").filter(id__in=score_ids)}
-        if score_ids
-        else {}
-    )
+    last_scores = last_scores_of(rows, scope)
+    responses = [visible_last_response(r, scope) for r in rows]
     nested: dict[uuid.UUID, list[dict[str, Any]]] = {}
     if shape == "0.13":
         nested = scores_by_prompt_id(
-            r.last_response.original_prompt_id for r in rows if r.last_response is not None
+            (p.original_prompt_id for p in responses if p is not None), scope=scope
         )
     return [
         export_attack_result(
             r,
             shape,
+            last_response=response,
             last_score=last_scores.get(r.last_score_id) if r.last_score_id else None,
-            last_response_scores=nested.get(r.last_response.original_prompt_id, [])
-            if r.last_response is not None
+            last_response_scores=nested.get(response.original_prompt_id, [])
+            if response is not None
             else [],
         )
-        for r in rows
+        for r, response in zip(rows, responses, strict=True)
     ]

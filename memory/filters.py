@@ -10,6 +10,11 @@ attack-result filters read AttackResult's denormalised columns. Both accept:
     ISO datetime, inclusive)
 
 The repeatable, choice, flag and UUID filters are redteam.common.filters' (seeds uses them too).
+
+Every FilterSet here is a ScopedFilterSet: it needs the caller's scope (from `request=` or
+`scope=`), narrows its queryset to the rows of the caller's operations, and the filters that
+look at other rows (scores, references, identifier uses) look only at visible ones, so a
+filter never answers a question about an operation the caller may not read.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from memory.models import (
     Score,
     ScoreSource,
 )
+from redteam.common.access import Scope, ScopedQuerySet, scope_for
 from redteam.common.choices import (
     DATA_TYPE_CHOICES,
     IDENTIFIER_TYPE_CHOICES,
@@ -103,6 +109,8 @@ class LabelFilter(MultiValueFilter):
     """``label=key:value`` repeated: AND across keys, OR among values of one key."""
 
     field_class = LabelField
+    # The FilterSet this filter belongs to (django-filter sets it; see filter_scope).
+    parent: Any
 
     def condition(self, key: str, val: str) -> Q:
         """The rows that carry the label."""
@@ -121,32 +129,36 @@ class LabelFilter(MultiValueFilter):
         return qs
 
 
-def referenced_by_label(key: str, val: str) -> QuerySet[Any]:
-    """Ids of the conversations a result references (pruned, adversarial, scorer, converter
-    chats) where the result's own conversation carries the label.
+def referenced_by_label(scope: Scope, key: str, val: str) -> QuerySet[Any]:
+    """Ids of the conversations a visible result references (pruned, adversarial, scorer,
+    converter chats) where the result's own conversation carries the label.
 
     PyRIT 1.x keeps labels on attack results only, so a related conversation has none of its
     own; it is found through the result that references it, and its stored labels stay as
     they are. One hop: a chat referenced only by another related conversation's result is
     found by that result's labels.
     """
-    return ConversationReference.objects.filter(
-        JSONHasKeyValue("attack_result__conversation__labels", key, val)
-    ).values("conversation_id")
+    return (
+        ConversationReference.objects.visible_to(scope)
+        .filter(JSONHasKeyValue("attack_result__conversation__labels", key, val))
+        .values("conversation_id")
+    )
 
 
 class ConversationLabelFilter(LabelFilter):
-    """Labels of a conversation: its own, or those of a result that references it."""
+    """Labels of a conversation: its own, or those of a visible result that references it."""
 
     def condition(self, key: str, val: str) -> Q:
-        """Carries the label, or is referenced by a result whose conversation does."""
+        """Carries the label, or is referenced by a visible result whose conversation does."""
         return Q(JSONHasKeyValue("labels", key, val)) | Q(
-            conversation_id__in=referenced_by_label(key, val)
+            conversation_id__in=referenced_by_label(filter_scope(self), key, val)
         )
 
 
 class FixedLabelFilter(df.CharFilter):
     """A single label key exposed as its own parameter (``operation=``, ``operator=``)."""
+
+    parent: Any
 
     def __init__(
         self, *, label_key: str, labels: type[LabelFilter] = LabelFilter, **kwargs: Any
@@ -160,6 +172,7 @@ class FixedLabelFilter(df.CharFilter):
         if not value:
             return qs
         labels = self.labels(field_name=self.field_name)
+        labels.parent = self.parent
         return labels.apply(qs, [(self.label_key, value.strip())])
 
 
@@ -194,7 +207,49 @@ class HashOrClassFilter(df.CharFilter):
 # ---------------------------------------------------------------------------------------------
 
 
-class ConversationFilterSet(df.FilterSet):
+class ScopedFilterSet(df.FilterSet):
+    """A FilterSet over the rows of the caller's operations (redteam.common.access).
+
+    The scope comes from `scope=`, else from `request=` (`scope_for`); a FilterSet given
+    neither raises TypeError, so a page or command that forgets the scope fails loudly
+    instead of listing every operation. Whatever queryset it is handed is narrowed with
+    `visible_to(scope)` (a scoped read shape passes through unchanged in meaning).
+    """
+
+    scope: Scope
+    _meta: Any  # django-filter's FilterSetOptions (model, fields)
+
+    def __init__(
+        self,
+        data: Any = None,
+        queryset: QuerySet[Any] | None = None,
+        *,
+        request: Any = None,
+        prefix: str | None = None,
+        scope: Scope | None = None,
+    ) -> None:
+        if scope is None:
+            if request is None:
+                raise TypeError(
+                    f"{type(self).__name__} needs the caller's scope: pass request= or scope=."
+                )
+            scope = scope_for(request)
+        model = self._meta.model
+        if queryset is None:
+            queryset = model._default_manager.all()
+        if not isinstance(queryset, ScopedQuerySet):
+            raise TypeError(f"{model.__name__} rows are not scoped to operations.")
+        self.scope = scope
+        super().__init__(data, queryset.visible_to(scope), request=request, prefix=prefix)
+
+
+def filter_scope(flt: df.Filter) -> Scope:
+    """The scope of the FilterSet a filter belongs to (a filter used alone sees nothing)."""
+    parent = getattr(flt, "parent", None)
+    return parent.scope if isinstance(parent, ScopedFilterSet) else Scope.nothing()
+
+
+class ConversationFilterSet(ScopedFilterSet):
     """Filters for conversation lists (HTML page and /api/v1/conversations)."""
 
     q = df.CharFilter(method="filter_q", label="Search text", max_length=200)
@@ -229,7 +284,11 @@ class ConversationFilterSet(df.FilterSet):
         fields: list[str] = []
 
     def filter_q(self, qs: QuerySet[Conversation], name: str, value: str) -> QuerySet[Conversation]:
-        """Conversations with a piece whose original or converted value matches."""
+        """Conversations with a piece whose original or converted value matches.
+
+        The rows searched are already visible ones; a piece is visible with its conversation,
+        so the piece search itself needs no second scope (which would cost it a join).
+        """
         if not value.strip():
             return qs
         matching = pieces_matching(value.strip(), connection.vendor)
@@ -238,10 +297,11 @@ class ConversationFilterSet(df.FilterSet):
     def filter_score_value(
         self, qs: QuerySet[Conversation], name: str, value: str
     ) -> QuerySet[Conversation]:
-        """Conversations with a score of this value (case-insensitive) on any of their pieces."""
+        """Conversations with a visible score of this value (case-insensitive) on any of their
+        pieces."""
         if not value.strip():
             return qs
-        scored = Score.objects.filter(
+        scored = Score.objects.visible_to(self.scope).filter(
             message_piece_id__in=MessagePiece.objects.filter(
                 conversation_id=OuterRef(OuterRef("conversation_id"))
             ).values("original_prompt_id"),
@@ -250,7 +310,7 @@ class ConversationFilterSet(df.FilterSet):
         return qs.filter(Exists(scored))
 
 
-class AttackResultFilterSet(df.FilterSet):
+class AttackResultFilterSet(ScopedFilterSet):
     """Filters for attack-result lists (HTML page and /api/v1/attack-results)."""
 
     objective = df.CharFilter(field_name="objective", lookup_expr="icontains", max_length=300)
@@ -286,7 +346,7 @@ class AttackResultFilterSet(df.FilterSet):
         return qs.exclude(converter_classes=[]) if value else qs.filter(converter_classes=[])
 
 
-class ScenarioResultFilterSet(df.FilterSet):
+class ScenarioResultFilterSet(ScopedFilterSet):
     """Filters for scenario lists (HTML page and /api/v1/scenario-results), after PyRIT's
     get_scenario_results."""
 
@@ -314,18 +374,19 @@ class ScenarioResultFilterSet(df.FilterSet):
 
 class PieceLabelFilter(LabelFilter):
     """Labels of a piece: its own (0.13 pieces carry labels) or its conversation's (1.x),
-    including the labels of a result that references its conversation."""
+    including the labels of a visible result that references its conversation."""
 
     def condition(self, key: str, val: str) -> Q:
-        """On the piece, on its conversation, or on a result referencing its conversation."""
+        """On the piece, on its conversation, or on a visible result referencing its
+        conversation."""
         return (
             Q(JSONHasKeyValue("conversation__labels", key, val))
             | Q(JSONHasKeyValue("labels", key, val))
-            | Q(conversation_id__in=referenced_by_label(key, val))
+            | Q(conversation_id__in=referenced_by_label(filter_scope(self), key, val))
         )
 
 
-class MessagePieceFilterSet(df.FilterSet):
+class MessagePieceFilterSet(ScopedFilterSet):
     """Filters for /api/v1/message-pieces, after PyRIT's get_message_pieces (section 9).
 
     Labels, harm categories, target and outcome are conversation-scoped in 1.x, so they are
@@ -369,7 +430,9 @@ class MessagePieceFilterSet(df.FilterSet):
         """``operation=`` / ``operator=``: the label of that name."""
         if not value.strip():
             return qs
-        return PieceLabelFilter(field_name="labels").apply(qs, [(name, value.strip())])
+        labels = PieceLabelFilter(field_name="labels")
+        labels.parent = self
+        return labels.apply(qs, [(name, value.strip())])
 
     def filter_harm(self, qs: QuerySet[MessagePiece], name: str, value: list[str]) -> QuerySet[Any]:
         """Any of the harm categories, on the piece (0.13) or its conversation."""
@@ -410,8 +473,11 @@ class MessagePieceFilterSet(df.FilterSet):
         return qs
 
     def _scored(self, **conditions: Any) -> Exists:
-        # Scores attach through original_prompt_id (PyRIT's prompt_request_response_id).
-        scores = Score.objects.filter(message_piece_id=OuterRef("original_prompt_id"))
+        # Scores attach through original_prompt_id (PyRIT's prompt_request_response_id);
+        # only visible ones count.
+        scores = Score.objects.visible_to(self.scope).filter(
+            message_piece_id=OuterRef("original_prompt_id")
+        )
         return Exists(scores.filter(**conditions))
 
     def filter_score_type(self, qs: QuerySet[MessagePiece], name: str, value: str) -> QuerySet[Any]:
@@ -427,8 +493,9 @@ class MessagePieceFilterSet(df.FilterSet):
         return qs.filter(self._scored(score_value__iexact=value.strip()))
 
 
-class IdentifierFilterSet(df.FilterSet):
-    """Filters for /api/v1/identifiers: by class, module, eval hash, and what uses it."""
+class IdentifierFilterSet(ScopedFilterSet):
+    """Filters for /api/v1/identifiers: by class, module, eval hash, and what uses it (in the
+    caller's operations)."""
 
     class_name = InFilter(field_name="class_name")
     class_module = df.CharFilter(field_name="class_module", max_length=512)
@@ -449,25 +516,28 @@ class IdentifierFilterSet(df.FilterSet):
     def filter_used_as(
         self, qs: QuerySet[ComponentIdentifier], name: str, value: str
     ) -> QuerySet[Any]:
-        """Identifiers used directly as a target, attack, scorer or converter somewhere."""
+        """Identifiers used directly as a target, attack, scorer or converter by a visible row
+        (a use in another operation says nothing here)."""
         if not value:
             return qs
         ref = OuterRef("hash")
+        scope = self.scope
+        pieces = MessagePiece.objects.visible_to(scope)
         used: Exists | Q
         if value == "converter":
-            used = Exists(PieceConverter.objects.filter(identifier_id=ref))
+            used = Exists(PieceConverter.objects.visible_to(scope).filter(identifier_id=ref))
         elif value == "target":
-            used = Exists(Conversation.objects.filter(target_identifier_id=ref)) | Exists(
-                MessagePiece.objects.filter(target_identifier_id=ref)
-            )
+            used = Exists(
+                Conversation.objects.visible_to(scope).filter(target_identifier_id=ref)
+            ) | Exists(pieces.filter(target_identifier_id=ref))
         elif value == "attack":
-            used = Exists(AttackResult.objects.filter(atomic_attack_identifier_id=ref)) | Exists(
-                MessagePiece.objects.filter(attack_identifier_id=ref)
-            )
+            used = Exists(
+                AttackResult.objects.visible_to(scope).filter(atomic_attack_identifier_id=ref)
+            ) | Exists(pieces.filter(attack_identifier_id=ref))
         else:
-            used = Exists(Score.objects.filter(scorer_identifier_id=ref)) | Exists(
-                MessagePiece.objects.filter(scorer_identifier_id=ref)
-            )
+            used = Exists(
+                Score.objects.visible_to(scope).filter(scorer_identifier_id=ref)
+            ) | Exists(pieces.filter(scorer_identifier_id=ref))
         return qs.filter(used)
 
 
@@ -487,12 +557,15 @@ class ConversationScoresFilter(InFilter):
     """Scores of the pieces of these conversations (joined through original_prompt_id)."""
 
     def apply(self, qs: QuerySet[Any], value: list[str]) -> QuerySet[Any]:
-        """Scores whose message_piece_id is an original_prompt_id in the conversations."""
-        pieces = MessagePiece.objects.filter(conversation_id__in=value)
+        """Scores whose message_piece_id is an original_prompt_id in the (visible)
+        conversations."""
+        pieces = MessagePiece.objects.visible_to(filter_scope(self)).filter(
+            conversation_id__in=value
+        )
         return qs.filter(message_piece_id__in=pieces.values("original_prompt_id"))
 
 
-class ScoreFilterSet(df.FilterSet):
+class ScoreFilterSet(ScopedFilterSet):
     """Filters for score lists: type, value, status, category, scorer, piece, time range."""
 
     id = UUIDInFilter(field_name="id")

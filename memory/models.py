@@ -175,7 +175,9 @@ def _piece_media() -> models.ForeignKey[MediaBlob | None, MediaBlob | None]:
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        db_index=False,  # followed from the piece only; every index slows ingestion
+        # A full index would slow every piece's ingestion; the partial indexes in
+        # MessagePiece.Meta cover only the pieces that link media.
+        db_index=False,
     )
 
 
@@ -315,6 +317,18 @@ class MessagePiece(models.Model):
             models.Index(fields=["converted_value_data_type"], name="piece_ctype_idx"),
             models.Index(fields=["converted_value_sha256"], name="piece_csha_idx"),
             models.Index(fields=["role"], name="piece_role_idx"),
+            # Which visible pieces link a blob (memory.querysets.media_visible_to): only
+            # media pieces have an entry, so text pieces cost ingestion nothing here.
+            models.Index(
+                fields=["original_media"],
+                condition=Q(original_media__isnull=False),
+                name="piece_omedia_idx",
+            ),
+            models.Index(
+                fields=["converted_media"],
+                condition=Q(converted_media__isnull=False),
+                name="piece_cmedia_idx",
+            ),
         ]
 
     def __str__(self) -> str:

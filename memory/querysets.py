@@ -1,12 +1,19 @@
-"""Named read shapes for memory rows, shared by the HTML pages, the API and the admin.
+"""Named read shapes for memory rows, shared by the HTML pages, the API and the exports.
 
 Each function returns a queryset that loads exactly what its consumers read (select_related /
 prefetch_related / only), so a page costs a constant number of queries whatever its length.
+
+Every shape takes the caller's `Scope` (redteam.common.access) and starts from
+`Model.objects.visible_to(scope)`, so no page, endpoint or export built on one can forget
+which operations its caller may read: a row outside them is simply absent (a 404 for a
+detail). Rows fetched through a visible row (a result's references, a piece's converters,
+the nodes of a visible identifier's tree) share its visibility.
 """
 
 from __future__ import annotations
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Exists, OuterRef, Prefetch, QuerySet, TextField
+from django.db.models.functions import Cast
 
 from memory.models import (
     AttackResult,
@@ -16,7 +23,10 @@ from memory.models import (
     MessagePiece,
     PieceConverter,
     ScenarioResult,
+    ScorableContent,
 )
+from redteam.common.access import Scope
+from redteam.common.models import MediaBlob
 from redteam.core.trees import (
     MAX_TREE_DEPTH,
     MAX_TREE_NODES,
@@ -24,6 +34,7 @@ from redteam.core.trees import (
     child_hashes,
     rebuild_from_rows,
 )
+from seeds.models import Seed
 
 # Columns of AttackResult that list rows never show; deferred so a page of results with
 # 10 KB tracebacks or large metadata stays small.
@@ -35,12 +46,15 @@ _RESULT_LIST_DEFERRED = (
 )
 
 
-def conversations_for_list() -> QuerySet[Conversation]:
-    """Conversations with at least one piece, newest activity first, read from summary columns."""
+def conversations_for_list(scope: Scope) -> QuerySet[Conversation]:
+    """Visible conversations with at least one piece, newest activity first, read from
+    summary columns."""
     # last_timestamp is set as soon as a piece arrives; a declared conversation without pieces
-    # has nothing to review yet. Ordering matches conv_recent_idx for keyset pagination.
+    # has nothing to review yet. Ordering matches conv_recent_idx (conv_op_recent_idx when
+    # scoped to a few operations) for keyset pagination.
     return (
-        Conversation.objects.filter(last_timestamp__isnull=False)
+        Conversation.objects.visible_to(scope)
+        .filter(last_timestamp__isnull=False)
         .select_related("target_identifier")
         .only(
             "conversation_id",
@@ -63,17 +77,20 @@ def conversations_for_list() -> QuerySet[Conversation]:
     )
 
 
-def conversation_for_detail() -> QuerySet[Conversation]:
-    """Conversation rows with the target identifier and its verbatim dump (for the tree)."""
-    return Conversation.objects.select_related("target_identifier", "target_dump")
+def conversation_for_detail(scope: Scope) -> QuerySet[Conversation]:
+    """Visible conversations with the target identifier and its verbatim dump (for the tree)."""
+    return Conversation.objects.visible_to(scope).select_related("target_identifier", "target_dump")
 
 
-def pieces_for_conversation(conversation_id: str) -> QuerySet[MessagePiece]:
-    """A conversation's pieces in PyRIT order, with media, identifiers and converter chains."""
+def pieces_for_conversation(scope: Scope, conversation_id: str) -> QuerySet[MessagePiece]:
+    """A visible conversation's pieces in PyRIT order, with media, identifiers and converter
+    chains (none when the conversation is not visible)."""
     # PyRIT orders by sequence and keeps its own order inside a message: the stored position.
+    # The converters are the pieces' own, visible with them.
     converters = PieceConverter.objects.select_related("identifier", "dump").order_by("position")
     return (
-        MessagePiece.objects.filter(conversation_id=conversation_id)
+        MessagePiece.objects.visible_to(scope)
+        .filter(conversation_id=conversation_id)
         .select_related(
             "original_media",
             "converted_media",
@@ -86,10 +103,12 @@ def pieces_for_conversation(conversation_id: str) -> QuerySet[MessagePiece]:
     )
 
 
-def attack_results_for_list() -> QuerySet[AttackResult]:
-    """Attack results for list pages, newest ingested first, without their bulky columns."""
+def attack_results_for_list(scope: Scope) -> QuerySet[AttackResult]:
+    """Visible attack results for list pages, newest ingested first, without their bulky
+    columns."""
     return (
-        AttackResult.objects.defer(*_RESULT_LIST_DEFERRED)
+        AttackResult.objects.visible_to(scope)
+        .defer(*_RESULT_LIST_DEFERRED)
         .select_related("atomic_attack_identifier")
         .order_by("-ingested_at", "-attack_result_id")
     )
@@ -99,27 +118,35 @@ def attack_results_for_list() -> QuerySet[AttackResult]:
 MAX_RELATED_SHOWN = 50
 
 
-def attack_results_for_detail() -> QuerySet[AttackResult]:
-    """Attack results with their identifier dump, last response and the first
+def attack_results_for_detail(scope: Scope) -> QuerySet[AttackResult]:
+    """Visible attack results with their identifier dump, last response and the first
     MAX_RELATED_SHOWN related conversations (as ``related_shown``)."""
     # A result may name thousands of related conversations: the page lists the first few
-    # (a sliced prefetch is one windowed query, whatever the number of results).
+    # (a sliced prefetch is one windowed query, whatever the number of results). The
+    # references are the result's own data (PyRIT's related_conversations), visible with it.
     related = ConversationReference.objects.order_by("conversation_type", "conversation_id")
-    return AttackResult.objects.select_related(
-        "atomic_attack_identifier", "atomic_attack_dump", "last_response", "conversation"
-    ).prefetch_related(
-        Prefetch(
-            "related_conversations",
-            queryset=related[:MAX_RELATED_SHOWN],
-            to_attr="related_shown",
+    return (
+        AttackResult.objects.visible_to(scope)
+        .select_related(
+            "atomic_attack_identifier", "atomic_attack_dump", "last_response", "conversation"
+        )
+        .prefetch_related(
+            Prefetch(
+                "related_conversations",
+                queryset=related[:MAX_RELATED_SHOWN],
+                to_attr="related_shown",
+            )
         )
     )
 
 
-def references_to_conversation(conversation_id: str) -> QuerySet[ConversationReference]:
-    """References that name this conversation as related to some attack result."""
+def references_to_conversation(
+    scope: Scope, conversation_id: str
+) -> QuerySet[ConversationReference]:
+    """References that name this conversation as related to some visible attack result."""
     return (
-        ConversationReference.objects.filter(conversation_id=conversation_id)
+        ConversationReference.objects.visible_to(scope)
+        .filter(conversation_id=conversation_id)
         .select_related("attack_result")
         .only(
             "conversation_id",
@@ -136,6 +163,10 @@ def references_to_conversation(conversation_id: str) -> QuerySet[ConversationRef
 
 def identifier_trees(roots: list[ComponentIdentifier]) -> dict[str, RebuiltTree]:
     """Each root's tree rebuilt from stored rows (redteam.core.trees.rebuild_from_rows), by hash.
+
+    The roots come from a scoped read (`ComponentIdentifier.objects.visible_to`): every node
+    below a visible root is visible too (ingestion records each node's operations with the
+    root's), so the nodes are fetched by hash.
 
     The roots' rows are fetched together: one query per tree level, at most MAX_TREE_DEPTH,
     and at most MAX_TREE_NODES rows per root, since no rebuild emits more nodes than that.
@@ -162,48 +193,103 @@ def identifier_tree(root: ComponentIdentifier) -> RebuiltTree:
     return identifier_trees([root])[root.hash]
 
 
-# --- export shapes (memory/export.py, memory/export.py) -----------------------------------
-
-
-def _converter_dumps() -> Prefetch[str, QuerySet[PieceConverter]]:
-    """A piece's converter uses with their verbatim dumps, in position order."""
-    return Prefetch(
-        "converters", queryset=PieceConverter.objects.select_related("dump").order_by("position")
+def identifiers_using(scope: Scope, identifier_hash: str) -> QuerySet[ComponentIdentifier]:
+    """Visible identifiers whose children name this hash (its parents)."""
+    # The identifier table is small (one row per distinct configuration), so a text search
+    # over children for the hash is cheap and finds every parent whatever the child name.
+    return (
+        ComponentIdentifier.objects.visible_to(scope)
+        .annotate(children_text=Cast("children", TextField()))
+        .filter(children_text__contains=identifier_hash)
     )
 
 
-def pieces_for_export() -> QuerySet[MessagePiece]:
-    """Pieces with every dump their PyRIT dict needs (two queries for any number of rows)."""
-    return MessagePiece.objects.select_related(
-        "target_dump", "attack_dump", "scorer_dump", "conversation__target_dump"
-    ).prefetch_related(_converter_dumps())
-
-
-def conversations_for_export() -> QuerySet[Conversation]:
-    """Conversations with their target dump (one query)."""
-    return Conversation.objects.select_related("target_dump").order_by("conversation_id")
-
-
-def attack_results_for_export() -> QuerySet[AttackResult]:
-    """Attack results with their dumps, last response (and its dumps) and references."""
-    references: QuerySet[ConversationReference] = ConversationReference.objects.order_by("pk")
-    converters: QuerySet[PieceConverter] = PieceConverter.objects.select_related("dump").order_by(
-        "position"
-    )
-    return AttackResult.objects.select_related(
-        "atomic_attack_dump",
-        "last_response__target_dump",
-        "last_response__attack_dump",
-        "last_response__scorer_dump",
-        "last_response__conversation__target_dump",
-    ).prefetch_related(
-        Prefetch("related_conversations", queryset=references),
-        Prefetch("last_response__converters", queryset=converters),
+def scenario_results_for_list(scope: Scope) -> QuerySet[ScenarioResult]:
+    """Visible scenario results without the columns list rows never show."""
+    return ScenarioResult.objects.visible_to(scope).defer(
+        "metadata", "display_group_map", "attack_result_ids", "scenario_init_data"
     )
 
 
-def scenario_results_for_export() -> QuerySet[ScenarioResult]:
-    """Scenario results with the three identifier dumps their PyRIT dict needs."""
-    return ScenarioResult.objects.select_related(
+def scenario_result_for_detail(scope: Scope) -> QuerySet[ScenarioResult]:
+    """Visible scenario results with their three identifier dumps (for the trees)."""
+    return ScenarioResult.objects.visible_to(scope).select_related(
         "scenario_dump", "objective_target_dump", "objective_scorer_dump"
     )
+
+
+def media_visible_to(scope: Scope) -> QuerySet[MediaBlob]:
+    """Stored media the scope may fetch: bytes a visible piece links (original or converted
+    media, or its converted value's sha256), any seed links (seeds are the shared library),
+    or that visible scored content names.
+
+    One query with the blob; each reference is an indexed EXISTS (the media links' partial
+    indexes, piece_csha_idx, the seed's media and value_sha256 indexes, the content's).
+    """
+    blobs = MediaBlob.objects.all()
+    if scope.everything:
+        return blobs
+    sha = OuterRef("sha256")
+    pieces = MessagePiece.objects.visible_to(scope)
+    return blobs.filter(
+        Exists(pieces.filter(converted_media=sha))
+        | Exists(pieces.filter(original_media=sha))
+        | Exists(pieces.filter(converted_value_sha256=sha))
+        | Exists(Seed.objects.filter(media=sha))
+        | Exists(Seed.objects.filter(value_sha256=sha))
+        | Exists(ScorableContent.objects.visible_to(scope).filter(value_sha256=sha))
+    )
+
+
+# --- export shapes (memory/export.py, the API, redteam/site/run_export.py) ----------------
+
+
+def _converter_dumps(lookup: str = "converters") -> Prefetch[str, QuerySet[PieceConverter]]:
+    """A piece's converter uses with their verbatim dumps, in position order (`lookup`: the
+    path to the pieces' converters)."""
+    return Prefetch(
+        lookup, queryset=PieceConverter.objects.select_related("dump").order_by("position")
+    )
+
+
+def pieces_for_export(scope: Scope) -> QuerySet[MessagePiece]:
+    """Visible pieces with every dump their PyRIT dict needs (two queries for any number of
+    rows)."""
+    return (
+        MessagePiece.objects.visible_to(scope)
+        .select_related("target_dump", "attack_dump", "scorer_dump", "conversation__target_dump")
+        .prefetch_related(_converter_dumps())
+    )
+
+
+def conversations_for_export(scope: Scope) -> QuerySet[Conversation]:
+    """Visible conversations with their target dump (one query)."""
+    return (
+        Conversation.objects.visible_to(scope)
+        .select_related("target_dump")
+        .order_by("conversation_id")
+    )
+
+
+def attack_results_for_export(scope: Scope) -> QuerySet[AttackResult]:
+    """Visible attack results with their dumps, last response (and its dumps, and its
+    conversation's operation, for memory.export.visible_last_response) and references."""
+    return (
+        AttackResult.objects.visible_to(scope)
+        .select_related(
+            "atomic_attack_dump",
+            "last_response__target_dump",
+            "last_response__attack_dump",
+            "last_response__scorer_dump",
+            "last_response__conversation__target_dump",
+        )
+        .prefetch_related(
+            Prefetch("related_conversations", queryset=ConversationReference.objects.order_by("pk"))
+        )
+        .prefetch_related(_converter_dumps("last_response__converters"))
+    )
+
+
+def scenario_results_for_export(scope: Scope) -> QuerySet[ScenarioResult]:
+    """Visible scenario results with the three identifier dumps their PyRIT dict needs."""
+    return scenario_result_for_detail(scope)

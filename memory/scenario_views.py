@@ -4,6 +4,9 @@ A scenario's attack results are the rows whose ``attribution_parent_id`` names i
 link). They are counted per atomic attack by the database (name from
 ``attribution_data["parent_collection"]``, eval hash of the atomic attack identifier), so a
 scenario with a hundred thousand results costs the same few queries as one with three.
+
+Scenarios and the results counted and listed under them are those of the viewer's
+operations (`scope_for(request)`); a scenario of another operation is a 404.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from django.views.decorators.http import require_GET
 from memory.filters import ScenarioResultFilterSet
 from memory.models import AttackResult, ScenarioResult
 from memory.presenters import dump_tree
+from memory.querysets import scenario_result_for_detail, scenario_results_for_list
+from redteam.common.access import Scope, scope_for
 from redteam.common.pagination import filtered_list_page
 from redteam.common.roles import viewer_required
 from redteam.core.enums import SCENARIO_RUN_STATES
@@ -44,13 +49,14 @@ class AtomicAttackView:
     results: list[AttackResult] = field(default_factory=list)
 
 
-def _scenario_rates(ids: list[uuid.UUID]) -> dict[str, OutcomeCounts]:
-    """Outcome counts per scenario id (one grouped query)."""
+def _scenario_rates(ids: list[uuid.UUID], scope: Scope) -> dict[str, OutcomeCounts]:
+    """Outcome counts of the visible results per scenario id (one grouped query)."""
     rates: dict[str, OutcomeCounts] = {}
     if not ids:
         return rates
     rows = (
-        AttackResult.objects.filter(attribution_parent_id__in=[str(i) for i in ids])
+        AttackResult.objects.visible_to(scope)
+        .filter(attribution_parent_id__in=[str(i) for i in ids])
         .values("attribution_parent_id", "outcome")
         .annotate(n=Count("pk"))
         .order_by()
@@ -65,16 +71,14 @@ def _scenario_rates(ids: list[uuid.UUID]) -> dict[str, OutcomeCounts]:
 @require_GET
 @viewer_required
 def scenario_list(request: HttpRequest) -> HttpResponse:
-    """Scenario runs filtered from the URL, newest first, keyset-paginated."""
-    # Queries: session, user, permissions (2), one page, outcome counts of the page.
+    """The viewer's scenario runs filtered from the URL, newest first, keyset-paginated."""
+    # Queries: session, user, memberships, one page, outcome counts of the page.
+    scope = scope_for(request)
     filterset = ScenarioResultFilterSet(
-        request.GET,
-        queryset=ScenarioResult.objects.defer(
-            "metadata", "display_group_map", "attack_result_ids", "scenario_init_data"
-        ),
+        request.GET, queryset=scenario_results_for_list(scope), request=request
     )
     page = filtered_list_page(request, filterset, ts_field="creation_time", pk_field="id")
-    rates = _scenario_rates([s.id for s in page.rows])
+    rates = _scenario_rates([s.id for s in page.rows], scope)
     context = {
         "filterset": filterset,
         **page.context(),
@@ -86,11 +90,15 @@ def scenario_list(request: HttpRequest) -> HttpResponse:
     return render(request, "memory/scenario_list.html", context, status=page.status)
 
 
-def _atomic_attacks(scenario: ScenarioResult) -> tuple[list[AtomicAttackView], OutcomeCounts]:
-    """The scenario's atomic attacks with their counts (one grouped query) and the newest
-    results of each (one query, at most MAX_RESULTS_SHOWN rows)."""
+def _atomic_attacks(
+    scenario: ScenarioResult, scope: Scope
+) -> tuple[list[AtomicAttackView], OutcomeCounts]:
+    """The scenario's atomic attacks with the counts of their visible results (one grouped
+    query) and the newest of them (one query, at most MAX_RESULTS_SHOWN rows)."""
     scenario_id = str(scenario.id)
-    mine: QuerySet[AttackResult] = AttackResult.objects.filter(attribution_parent_id=scenario_id)
+    mine: QuerySet[AttackResult] = AttackResult.objects.visible_to(scope).filter(
+        attribution_parent_id=scenario_id
+    )
     # A result the scenario's dump names keeps that name even without attribution data.
     named = {i: name for name, ids in (scenario.attack_result_ids or {}).items() for i in ids}
     grouped = (
@@ -154,19 +162,15 @@ def _atomic_attacks(scenario: ScenarioResult) -> tuple[list[AtomicAttackView], O
 @require_GET
 @viewer_required
 def scenario_detail(request: HttpRequest, scenario_id: uuid.UUID) -> HttpResponse:
-    """One scenario run: identity, run state, errors, and its atomic attacks with results."""
-    # Queries: session, user, permissions (2); scenario (+3 dumps); counts per atomic attack;
+    """One scenario run of the viewer's operations: identity, run state, errors, and its
+    atomic attacks with results (404 for a scenario of another operation)."""
+    # Queries: session, user, memberships; scenario (+3 dumps); counts per atomic attack;
     # the newest results.
-    scenario = (
-        ScenarioResult.objects.select_related(
-            "scenario_dump", "objective_target_dump", "objective_scorer_dump"
-        )
-        .filter(pk=scenario_id)
-        .first()
-    )
+    scope = scope_for(request)
+    scenario = scenario_result_for_detail(scope).filter(pk=scenario_id).first()
     if scenario is None:
         raise Http404("No such scenario result.")
-    attacks, total = _atomic_attacks(scenario)
+    attacks, total = _atomic_attacks(scenario, scope)
     context = {
         "scenario": scenario,
         "attacks": attacks,

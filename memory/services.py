@@ -26,6 +26,7 @@ from memory.models import MessagePiece
 from memory.store_pieces import store_conversations, store_message_pieces
 from memory.store_results import store_attack_results
 from memory.store_scenarios import store_scenario_results
+from redteam.common.access import Writer
 from redteam.common.media import store_media_bytes
 from redteam.common.models import MediaBlob
 from redteam.common.typing import User
@@ -50,21 +51,28 @@ def link_media(
     *,
     original_piece_ids: Iterable[str] = (),
     converted_piece_ids: Iterable[str] = (),
+    writer: Writer | None = None,
 ) -> int:
     """Link media pieces to the blob: those whose sha256 is its sha256, and the pieces named
     by id (on that side) that PyRIT left without a sha256 and that are not linked yet.
 
     The one place pieces get their bytes (uploads and the memory-file import call it). A piece
     without a sha256 cannot be matched by content, so its sender names it; an existing link
-    is never replaced. Two UPDATEs.
+    is never replaced. A `writer` (an API sender) links named pieces only in operations it
+    may write; others are skipped as unknown ids are, so the answer tells nothing about them.
+    Pieces whose sha256 is the blob's are linked wherever they are: the bytes are what their
+    sha256 names. Two UPDATEs.
     """
     media = list(MEDIA_PATH_DATA_TYPES)
     by_id = {"original": list(original_piece_ids), "converted": list(converted_piece_ids)}
+    writable = writer.writable if writer is not None else None
     linked = 0
     for side in ("original", "converted"):
         match = Q(**{f"{side}_value_sha256": blob.sha256})
         if by_id[side]:
             named = Q(id__in=by_id[side], **{f"{side}_media__isnull": True})
+            if writable is not None:
+                named &= Q(conversation__operation_id__in=sorted(writable))
             match |= named & (
                 Q(**{f"{side}_value_sha256__isnull": True}) | Q(**{f"{side}_value_sha256": ""})
             )
@@ -81,12 +89,19 @@ def store_media(
     user: User | None = None,
     original_piece_ids: Iterable[str] = (),
     converted_piece_ids: Iterable[str] = (),
+    writer: Writer | None = None,
 ) -> MediaBlob:
-    """Store media bytes (content-addressed) and link every piece and seed they belong to.
+    """Store media bytes (content-addressed) and link every piece and seed they belong to
+    (named pieces only where `writer` may write, see link_media).
 
     What an upload and the memory-file import both do with a file's bytes.
     """
     blob = store_media_bytes(data, filename=filename, user=user)
-    link_media(blob, original_piece_ids=original_piece_ids, converted_piece_ids=converted_piece_ids)
+    link_media(
+        blob,
+        original_piece_ids=original_piece_ids,
+        converted_piece_ids=converted_piece_ids,
+        writer=writer,
+    )
     link_seeds(blob)
     return blob

@@ -1,7 +1,9 @@
 """Review pages for memory rows: the conversation list, identifiers, and media bytes.
 
-The conversation page itself, attack results, the review queue and the dashboard show
-scores, so they live in scoring/views.py (scoring depends on memory, never the reverse).
+The conversation page itself, attack results, the review queue and the dashboard live in
+scoring/views.py. Every read here starts from the viewer's scope (`scope_for(request)`,
+redteam.common.access): lists, counts and filter suggestions only include the viewer's
+operations, and a row outside them is a 404, never a 403 that would confirm it exists.
 """
 
 from __future__ import annotations
@@ -11,11 +13,10 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
-from django.db.models import Q, TextField
-from django.db.models.functions import Cast
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.http.response import HttpResponseBase
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
@@ -30,8 +31,15 @@ from memory.models import (
     PieceConverter,
     Score,
 )
-from memory.promote import promote_piece_to_seed
-from memory.querysets import conversations_for_list, identifier_tree, identifier_trees
+from memory.promote import NotVisible, promote_piece_to_seed
+from memory.querysets import (
+    conversations_for_list,
+    identifier_tree,
+    identifier_trees,
+    identifiers_using,
+    media_visible_to,
+)
+from redteam.common.access import Scope, scope_for
 from redteam.common.media import media_response
 from redteam.common.pagination import filtered_list_page
 from redteam.common.roles import viewer_required
@@ -41,7 +49,8 @@ from redteam.core.trees import diff_dumps, json_text, tree_from_dump
 from redteam.core.visible import visible_text
 from seeds.models import SeedDataset
 
-# Suggestions for the target/attack/converter inputs come from the (small) identifier table.
+# Suggestions for the target/attack/converter inputs come from the (small) identifier table:
+# the identifiers used in the viewer's operations.
 MAX_CLASS_SUGGESTIONS = 300
 MAX_USES = 20
 
@@ -49,17 +58,20 @@ MAX_USES = 20
 REPEATED_FILTERS = ("label", "converter", "harm_category")
 
 
-def class_name_suggestions() -> list[str]:
-    """Distinct identifier class names (one indexed query), for the filter inputs."""
+def class_name_suggestions(scope: Scope) -> list[str]:
+    """Distinct class names of the identifiers the scope sees (one query), for the filter
+    inputs: another operation's targets, attacks and converters are never suggested."""
     return list(
-        ComponentIdentifier.objects.order_by("class_name")
+        ComponentIdentifier.objects.visible_to(scope)
+        .order_by("class_name")
         .values_list("class_name", flat=True)
         .distinct()[:MAX_CLASS_SUGGESTIONS]
     )
 
 
 def filter_form_context(request: HttpRequest) -> dict[str, Any]:
-    """What a filter form needs to re-display the current filters from the URL."""
+    """What a filter form needs to re-display the current filters from the URL (suggestions
+    from the viewer's operations only)."""
     values = {name: request.GET.getlist(name) for name in REPEATED_FILTERS}
     return {
         "repeated": values,
@@ -67,16 +79,19 @@ def filter_form_context(request: HttpRequest) -> dict[str, Any]:
         "data_type_choices": PROMPT_DATA_TYPES,
         "selected_outcomes": request.GET.getlist("outcome"),
         "selected_data_types": request.GET.getlist("data_type"),
-        "class_names": class_name_suggestions(),
+        "class_names": class_name_suggestions(scope_for(request)),
     }
 
 
 @require_GET
 @viewer_required
 def conversation_list(request: HttpRequest) -> HttpResponse:
-    """Conversations, filtered from the URL, newest activity first, keyset-paginated."""
-    # Queries: session, user, permissions (2), class-name suggestions, one page of rows.
-    filterset = ConversationFilterSet(request.GET, queryset=conversations_for_list())
+    """The viewer's conversations, filtered from the URL (full-text search included), newest
+    activity first, keyset-paginated."""
+    # Queries: session, user, memberships, class-name suggestions, one page of rows.
+    filterset = ConversationFilterSet(
+        request.GET, queryset=conversations_for_list(scope_for(request)), request=request
+    )
     page = filtered_list_page(
         request, filterset, ts_field="last_timestamp", pk_field="conversation_id"
     )
@@ -92,8 +107,17 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 @viewer_required
 def identifier_detail(request: HttpRequest, hash: str) -> HttpResponse:
-    """One identifier: its tree, hashes, parents and the rows that use it (first few each)."""
-    identifier = get_object_or_404(ComponentIdentifier, hash=hash)
+    """One identifier: its tree, hashes, parents and the rows that use it (first few each).
+
+    404 unless a row of the viewer's operations uses it; the parents and uses listed (and
+    their counts) are the visible ones only.
+    """
+    # Queries: session, user, memberships; the identifier; its dumps; one per tree level;
+    # parents; the five kinds of use.
+    scope = scope_for(request)
+    identifier = ComponentIdentifier.objects.visible_to(scope).filter(hash=hash).first()
+    if identifier is None:
+        raise Http404("No such identifier.")
     dumps = list(
         IdentifierDump.objects.filter(identifier=identifier)
         .only("digest", "identifier_id")
@@ -102,13 +126,7 @@ def identifier_detail(request: HttpRequest, hash: str) -> HttpResponse:
     # Always rebuilt from rows (budgeted): links then use the hashes computed at ingest,
     # whatever hash a stored dump carries.
     tree = tree_from_dump(identifier_tree(identifier).tree, identifier.hash)
-    # The identifier table is small (one row per distinct configuration), so a text search
-    # over children for the hash is cheap and finds every parent whatever the child name.
-    parents = list(
-        ComponentIdentifier.objects.annotate(children_text=Cast("children", TextField()))
-        .filter(children_text__contains=hash)
-        .order_by("class_name", "hash")[:MAX_USES]
-    )
+    parents = list(identifiers_using(scope, hash).order_by("class_name", "hash")[:MAX_USES])
     context = {
         "identifier": identifier,
         "tree": tree,
@@ -116,25 +134,27 @@ def identifier_detail(request: HttpRequest, hash: str) -> HttpResponse:
         "params_json": json_text(identifier.params),
         "parents": parents,
         "conversations": list(
-            Conversation.objects.filter(target_identifier=identifier)
+            Conversation.objects.visible_to(scope)
+            .filter(target_identifier=identifier)
             .only("conversation_id", "last_timestamp", "preview")
             .order_by("conversation_id")[:MAX_USES]
         ),
         "attack_results": list(
-            AttackResult.objects.filter(
-                Q(atomic_attack_identifier=identifier) | Q(target_hash=hash)
-            )
+            AttackResult.objects.visible_to(scope)
+            .filter(Q(atomic_attack_identifier=identifier) | Q(target_hash=hash))
             .only("attack_result_id", "conversation_id", "objective", "outcome", "attack_class")
             .order_by("attack_result_id")[:MAX_USES]
         ),
         "converter_uses": list(
-            PieceConverter.objects.filter(identifier=identifier)
+            PieceConverter.objects.visible_to(scope)
+            .filter(identifier=identifier)
             .select_related("piece")
             .only("position", "piece__id", "piece__conversation_id", "piece__sequence")
             .order_by("piece_id", "position")[:MAX_USES]
         ),
         "pieces": list(
-            MessagePiece.objects.filter(
+            MessagePiece.objects.visible_to(scope)
+            .filter(
                 Q(target_identifier=identifier)
                 | Q(attack_identifier=identifier)
                 | Q(scorer_identifier=identifier)
@@ -143,7 +163,8 @@ def identifier_detail(request: HttpRequest, hash: str) -> HttpResponse:
             .order_by("id")[:MAX_USES]
         ),
         "scores": list(
-            Score.objects.filter(scorer_identifier=identifier)
+            Score.objects.visible_to(scope)
+            .filter(scorer_identifier=identifier)
             .only("id", "score_value", "score_type", "message_piece_id", "attack_result_id")
             .order_by("id")[:MAX_USES]
         ),
@@ -156,7 +177,10 @@ def identifier_detail(request: HttpRequest, hash: str) -> HttpResponse:
 @require_GET
 @viewer_required
 def identifier_diff(request: HttpRequest) -> HttpResponse:
-    """Compare two identifiers (?a=<hash>&b=<hash>): every differing param, by path."""
+    """Compare two identifiers (?a=<hash>&b=<hash>): every differing param, by path.
+
+    404 unless both are used in the viewer's operations (as for unknown hashes).
+    """
     a_hash = request.GET.get("a", "").strip()
     b_hash = request.GET.get("b", "").strip()
     context: dict[str, Any] = {
@@ -169,7 +193,8 @@ def identifier_diff(request: HttpRequest) -> HttpResponse:
     if not (is_sha256(a_hash) and is_sha256(b_hash)):
         context["error"] = "Give two identifier hashes (64 lowercase hex characters)."
         return render(request, "memory/identifier_diff.html", context, status=400)
-    found = {i.hash: i for i in ComponentIdentifier.objects.filter(hash__in=[a_hash, b_hash])}
+    visible = ComponentIdentifier.objects.visible_to(scope_for(request))
+    found = {i.hash: i for i in visible.filter(hash__in=[a_hash, b_hash])}
     if a_hash not in found or b_hash not in found:
         raise Http404("Unknown identifier.")
     # Both sides rebuilt from rows under the tree budget, so the diff walk is bounded too.
@@ -190,8 +215,9 @@ def identifier_diff(request: HttpRequest) -> HttpResponse:
 @require_GET
 @viewer_required
 def media(request: HttpRequest, sha256: str) -> HttpResponseBase:
-    """Uploaded media bytes by sha256, inline only for safe image/audio/video types."""
-    return media_response(sha256)
+    """Uploaded media bytes by sha256, inline only for safe image/audio/video types; 404 unless
+    a piece or scored content of the viewer's operations, or a seed, refers to them."""
+    return media_response(sha256, blobs=media_visible_to(scope_for(request)))
 
 
 @login_required
@@ -202,6 +228,7 @@ def promote_piece(request: HttpRequest) -> HttpResponse:
 
     `dataset` is a dataset id, or `dataset_name` names one (created if the user may add
     datasets). `attack_result_id` and `next` (a same-site URL to return to) are optional.
+    A piece or attack result outside the user's operations (or that does not exist) is a 404.
     """
     back = request.POST.get("next") or ""
     if not url_has_allowed_host_and_scheme(
@@ -215,10 +242,13 @@ def promote_piece(request: HttpRequest) -> HttpResponse:
             dataset=dataset,
             seed_type=request.POST.get("seed_type") or "prompt",
             user=request.user,
+            scope=scope_for(request),
             attack_result_id=_uuid(request.POST.get("attack_result_id"), "attack result")
             if request.POST.get("attack_result_id")
             else None,
         )
+    except NotVisible as exc:
+        raise Http404(str(exc)) from None
     except ValueError as exc:
         messages.error(request, f"Not promoted: {exc}")
         return HttpResponseRedirect(back or reverse("seeds:dataset_list"))

@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Model, Q
 from django.http import (
     Http404,
     HttpRequest,
@@ -53,7 +53,7 @@ from memory.sensitive import (
     sensitive_policy,
 )
 from memory.views import filter_form_context
-from redteam.common.access import Scope, ScopedQuerySet, scope_for
+from redteam.common.access import Scope, scope_for
 from redteam.common.pagination import BadCursor, request_page
 from redteam.common.roles import viewer_required
 from redteam.common.typing import User
@@ -84,16 +84,6 @@ PROMOTE_PERMISSION = "seeds.add_seed"
 MAX_DATASET_SUGGESTIONS = 200
 
 M = TypeVar("M", bound=Model)
-
-
-def _visible(qs: QuerySet[M], scope: Scope) -> QuerySet[M]:
-    """The rows of a memory read shape (memory.querysets) that the scope may read.
-
-    The shapes start from the scoped models' managers but are typed as plain querysets.
-    """
-    if not isinstance(qs, ScopedQuerySet):
-        raise TypeError(f"{qs.model.__name__} rows are not scoped to operations")
-    return qs.visible_to(scope)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,22 +210,22 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
     # user's reveals named by ?reveal=). In queue mode, +2 for previous/next.
     scope = scope_for(request)
     conversation = (
-        _visible(conversation_for_detail(), scope)
+        conversation_for_detail(scope)
         .select_related("operation")
         .filter(pk=conversation_id)
         .first()
     )
     if conversation is None:
         raise Http404("No such conversation.")
-    pieces = list(pieces_for_conversation(conversation_id))
+    pieces = list(pieces_for_conversation(scope, conversation_id))
     messages_ = message_views(pieces)
     results = list(
-        _visible(attack_results_for_detail(), scope)
+        attack_results_for_detail(scope)
         .select_related("operation")
         .filter(conversation_id=conversation_id)
         .order_by("-timestamp", "-ingested_at")
     )
-    inbound = list(_visible(references_to_conversation(conversation_id), scope)[:MAX_RELATED_SHOWN])
+    inbound = list(references_to_conversation(scope, conversation_id)[:MAX_RELATED_SHOWN])
     result_ids = [r.pk for r in results]
     last_score_ids = [r.last_score_id for r in results if r.last_score_id]
     scores = list(
@@ -428,7 +418,7 @@ def verdict(request: HttpRequest, attack_result_id: uuid.UUID) -> HttpResponse:
 
 def _visible_results(request: HttpRequest) -> AttackResultFilterSet:
     """The URL's filters over the attack results of the viewer's operations."""
-    visible = _visible(attack_results_for_list(), scope_for(request))
+    visible = attack_results_for_list(scope_for(request))
     return AttackResultFilterSet(request.GET, queryset=visible)
 
 
@@ -510,7 +500,7 @@ def attack_result_detail(request: HttpRequest, attack_result_id: uuid.UUID) -> H
     # the operations' sensitive categories (+ this user's reveals named by ?reveal=).
     scope = scope_for(request)
     result = (
-        _visible(attack_results_for_detail(), scope)
+        attack_results_for_detail(scope)
         .select_related("operation")
         .filter(pk=attack_result_id)
         .first()

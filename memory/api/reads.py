@@ -1,8 +1,10 @@
 """Read API for rows that carry scores: message pieces, conversations' messages, attack results.
 
-Scores live in the scoring app (which depends on memory), so these views sit in the project
-package. Every row is produced by the export functions (memory/export.py, memory/export.py),
-so what was ingested comes back equal, field by field, in the shape it was sent in.
+Every row is produced by the export functions (memory/export.py), so what was ingested comes
+back equal, field by field, in the shape it was sent in. Every read goes through the
+caller's scope (`scope_for(request)`): the querysets are memory.querysets' scoped shapes, the
+FilterSets scope their own subqueries, and the scores attached to a row are the visible ones;
+a row outside the caller's operations is a 404, as one that does not exist.
 """
 
 from __future__ import annotations
@@ -31,31 +33,36 @@ from memory.export import (
     export_scenario_result,
     export_score,
     fits_013,
+    last_scores_of,
     scores_by_prompt_id,
+    visible_last_response,
 )
 from memory.filters import (
     AttackResultFilterSet,
     MessagePieceFilterSet,
     ScenarioResultFilterSet,
 )
-from memory.models import AttackResult, Conversation, MessagePiece, ScenarioResult, Score
+from memory.models import AttackResult, MessagePiece, ScenarioResult, Score
 from memory.querysets import (
     attack_results_for_export,
+    conversations_for_export,
     pieces_for_export,
     scenario_results_for_export,
 )
+from redteam.common.access import Scope, scope_for
 from redteam.common.api_common import (
     SHAPE_PARAMETER,
     ShapedReadViewSet,
     cursor_pagination,
     requested_shape,
     row_shape,
+    view_scope,
 )
 from redteam.core.reassembly import reassemble_conversation
 
 
-def _scores_for(pieces: Sequence[MessagePiece]) -> dict[uuid.UUID, list[Score]]:
-    """Scores of these pieces grouped by original_prompt_id, exported per piece shape (1 query).
+def _scores_for(pieces: Sequence[MessagePiece], scope: Scope) -> dict[uuid.UUID, list[Score]]:
+    """Visible scores of these pieces grouped by original_prompt_id (1 query).
 
     PyRIT joins scores to pieces through original_prompt_id, so duplicated pieces share them.
     """
@@ -64,7 +71,8 @@ def _scores_for(pieces: Sequence[MessagePiece]) -> dict[uuid.UUID, list[Score]]:
     if not ids:
         return grouped
     scores = (
-        Score.objects.select_related("scorer_dump")
+        Score.objects.visible_to(scope)
+        .select_related("scorer_dump")
         .filter(message_piece_id__in=ids)
         .order_by("timestamp", "id")
     )
@@ -75,16 +83,17 @@ def _scores_for(pieces: Sequence[MessagePiece]) -> dict[uuid.UUID, list[Score]]:
 
 
 def export_pieces_page(
-    pieces: Sequence[MessagePiece], requested: str, *, with_scores: bool = False
+    pieces: Sequence[MessagePiece], requested: str, *, scope: Scope, with_scores: bool = False
 ) -> list[dict[str, Any]]:
-    """Pieces in the requested (or stored) shape; 0.13 pieces carry their scores as PyRIT does.
+    """Pieces in the requested (or stored) shape; 0.13 pieces carry their visible scores as
+    PyRIT does.
 
     With `with_scores`, 1.x pieces also get a `scores` list (the conversation endpoint).
     """
     needs_scores = with_scores or any(
         row_shape(requested, p.source_shape) == "0.13" for p in pieces
     )
-    grouped = _scores_for(pieces) if needs_scores else {}
+    grouped = _scores_for(pieces, scope) if needs_scores else {}
     rows = []
     for piece in pieces:
         shape = row_shape(requested, piece.source_shape)
@@ -119,12 +128,12 @@ class MessagePieceViewSet(ShapedReadViewSet):
     pagination_class = cursor_pagination("-timestamp", "position", "-id")
 
     def get_queryset(self) -> QuerySet[MessagePiece]:
-        """Pieces with every dump their PyRIT dict needs."""
-        return pieces_for_export()
+        """Visible pieces with every dump their PyRIT dict needs."""
+        return pieces_for_export(view_scope(self))
 
     def export_rows(self, rows: Sequence[Any], shape: str) -> list[dict[str, Any]]:
         """Each piece in its shape."""
-        return export_pieces_page(rows, shape)
+        return export_pieces_page(rows, shape, scope=view_scope(self))
 
 
 class ConversationMessagesView(APIView):
@@ -137,21 +146,20 @@ class ConversationMessagesView(APIView):
         responses=_CONVERSATION_MESSAGES,
     )
     def get(self, request: Request, conversation_id: str) -> Response:
-        """Queries: conversation, pieces (+dumps), converters, scores: 4 at any length."""
+        """Queries: the key's operations, conversation, pieces (+dumps), converters, scores:
+        5 at any length. 404 unless the conversation is in one of the caller's operations."""
         shape = requested_shape(request)
-        conversation = (
-            Conversation.objects.select_related("target_dump")
-            .filter(conversation_id=conversation_id)
-            .first()
-        )
+        scope = scope_for(request)
+        conversations = conversations_for_export(scope)
+        conversation = conversations.filter(conversation_id=conversation_id).first()
         if conversation is None:
             raise Http404
         pieces = list(
-            pieces_for_export()
+            pieces_for_export(scope)
             .filter(conversation_id=conversation_id)
             .order_by("sequence", "position")
         )
-        exported = export_pieces_page(pieces, shape, with_scores=True)
+        exported = export_pieces_page(pieces, shape, scope=scope, with_scores=True)
         by_id = {piece.id: row for piece, row in zip(pieces, exported, strict=True)}
         messages = [
             {
@@ -164,30 +172,29 @@ class ConversationMessagesView(APIView):
         return Response({**export_conversation(conversation), "messages": messages})
 
 
-def export_results_page(results: Sequence[AttackResult], requested: str) -> list[dict[str, Any]]:
-    """Attack results with their last score (1 query) and, in 0.13, last responses' scores."""
-    score_ids = [r.last_score_id for r in results if r.last_score_id is not None]
-    last_scores = (
-        {s.id: s for s in Score.objects.select_related("scorer_dump").filter(id__in=score_ids)}
-        if score_ids
-        else {}
-    )
+def export_results_page(
+    results: Sequence[AttackResult], requested: str, *, scope: Scope
+) -> list[dict[str, Any]]:
+    """Attack results with their visible last score (1 query) and, in 0.13, last responses'
+    visible scores."""
+    last_scores = last_scores_of(results, scope)
     shapes = [row_shape(requested, r.source_shape) for r in results]
+    responses = [visible_last_response(r, scope) for r in results]
     nested: dict[uuid.UUID, list[dict[str, Any]]] = {}
     legacy_responses = [
-        r.last_response
-        for r, shape in zip(results, shapes, strict=True)
-        if shape == "0.13" and r.last_response is not None
+        response
+        for response, shape in zip(responses, shapes, strict=True)
+        if shape == "0.13" and response is not None
     ]
     if legacy_responses:
-        nested = scores_by_prompt_id(p.original_prompt_id for p in legacy_responses)
+        nested = scores_by_prompt_id((p.original_prompt_id for p in legacy_responses), scope=scope)
     rows = []
-    for result, shape in zip(results, shapes, strict=True):
-        last_response = result.last_response
+    for result, shape, last_response in zip(results, shapes, responses, strict=True):
         rows.append(
             export_attack_result(
                 result,
                 shape,
+                last_response=last_response,
                 last_score=last_scores.get(result.last_score_id) if result.last_score_id else None,
                 last_response_scores=nested.get(last_response.original_prompt_id, [])
                 if last_response is not None
@@ -216,12 +223,12 @@ class AttackResultViewSet(ShapedReadViewSet):
     lookup_field = "attack_result_id"
 
     def get_queryset(self) -> QuerySet[AttackResult]:
-        """Results with dumps, last response and related conversations."""
-        return attack_results_for_export()
+        """Visible results with dumps, last response and related conversations."""
+        return attack_results_for_export(view_scope(self))
 
     def export_rows(self, rows: Sequence[Any], shape: str) -> list[dict[str, Any]]:
         """Each result in its shape."""
-        return export_results_page(rows, shape)
+        return export_results_page(rows, shape, scope=view_scope(self))
 
 
 # A page of scenarios embeds every attack result they name; fewer scenarios per page, and a
@@ -235,9 +242,10 @@ def export_scenarios_page(
     scenarios: Sequence[ScenarioResult],
     requested: str,
     *,
+    scope: Scope,
     max_results: int | None,
 ) -> list[dict[str, Any]]:
-    """Scenarios with their attack results embedded (a constant number of queries).
+    """Scenarios with their visible attack results embedded (a constant number of queries).
 
     Raises ValidationError (400) when the answer would embed more than ``max_results``
     results, naming the smaller request and the result list that reads them in pages.
@@ -260,9 +268,10 @@ def export_scenarios_page(
                 )
             }
         )
-    results = list(attack_results_for_export().filter(pk__in=wanted)) if wanted else []
+    results = list(attack_results_for_export(scope).filter(pk__in=wanted)) if wanted else []
     exported = {
-        str(r.pk): row for r, row in zip(results, export_results_page(results, "1.x"), strict=True)
+        str(r.pk): row
+        for r, row in zip(results, export_results_page(results, "1.x", scope=scope), strict=True)
     }
     return [
         export_scenario_result(s, shape, exported)
@@ -296,9 +305,11 @@ class ScenarioResultViewSet(ShapedReadViewSet):
     )
 
     def get_queryset(self) -> QuerySet[ScenarioResult]:
-        """Scenarios with their identifier dumps."""
-        return scenario_results_for_export()
+        """Visible scenarios with their identifier dumps."""
+        return scenario_results_for_export(view_scope(self))
 
     def export_rows(self, rows: Sequence[Any], shape: str) -> list[dict[str, Any]]:
         """Each scenario in its shape."""
-        return export_scenarios_page(rows, shape, max_results=MAX_EMBEDDED_RESULTS)
+        return export_scenarios_page(
+            rows, shape, scope=view_scope(self), max_results=MAX_EMBEDDED_RESULTS
+        )

@@ -18,7 +18,13 @@ from memory.api.schema import ScoreOut
 from memory.export import ScoreShape, export_score
 from memory.filters import ScoreFilterSet
 from memory.models import Score
-from redteam.common.api_common import STORED, ShapedReadViewSet, cursor_pagination, requested_shape
+from redteam.common.api_common import (
+    STORED,
+    ShapedReadViewSet,
+    cursor_pagination,
+    requested_shape,
+    view_scope,
+)
 
 SCORE_SHAPES = ("1.x", "0.13", "entry")
 SCORE_SHAPE_PARAMETER = OpenApiParameter(
@@ -53,16 +59,16 @@ def export_scores(scores: Sequence[Score], requested: str) -> list[dict[str, Any
     ),
 )
 class ScoreViewSet(ShapedReadViewSet):
-    """PyRIT scores (automated and human), newest first; 1 query per page (scores joined with
-    their scorer dumps)."""
+    """PyRIT scores (automated and human) of the caller's operations, newest first; 1 query per
+    page (scores joined with their scorer dumps); a score of another operation is a 404."""
 
     filterset_class = ScoreFilterSet
     serializer_class = ScoreOut
     pagination_class = cursor_pagination("-timestamp", "-id")
 
     def get_queryset(self) -> QuerySet[Score]:
-        """Scores with their scorer dump (for scorer_class_identifier)."""
-        return Score.objects.select_related("scorer_dump")
+        """Visible scores with their scorer dump (for scorer_class_identifier)."""
+        return Score.objects.visible_to(view_scope(self)).select_related("scorer_dump")
 
     def requested_shape(self, request: Request) -> str:
         """Scores also come as PyRIT's score entries."""

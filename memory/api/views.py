@@ -1,7 +1,8 @@
 """Read API for memory rows that need nothing from other apps: conversations and identifiers.
 
-Pieces, the conversation detail and attack results carry scores (scoring app), so they live
-in memory/api/reads.py, which may import every app.
+Pieces, the conversation detail and attack results carry scores, so they live in
+memory/api/reads.py. Both read through the caller's scope (`scope_for(request)`): a row
+outside the caller's operations is a 404, as one that does not exist.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from memory.export import export_conversation
 from memory.filters import ConversationFilterSet, IdentifierFilterSet
 from memory.models import ComponentIdentifier, Conversation
 from memory.querysets import identifier_tree
-from redteam.common.api_common import cursor_pagination
+from redteam.common.api_common import cursor_pagination, view_scope
 from redteam.core.digests import SHA256_PATTERN
 from redteam.core.trees import MAX_TREE_CHARS, MAX_TREE_DEPTH, MAX_TREE_NODES
 
@@ -41,9 +42,11 @@ class ConversationViewSet(mixins.ListModelMixin, viewsets.GenericViewSet[Convers
     pagination_class = cursor_pagination("-last_timestamp", "-conversation_id")
 
     def get_queryset(self) -> QuerySet[Conversation]:
-        """Conversations with pieces, with the target dump the export reads."""
-        return Conversation.objects.filter(last_timestamp__isnull=False).select_related(
-            "target_dump"
+        """Visible conversations with pieces, with the target dump the export reads."""
+        return (
+            Conversation.objects.visible_to(view_scope(self))
+            .filter(last_timestamp__isnull=False)
+            .select_related("target_dump")
         )
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -76,7 +79,8 @@ def identifier_row_dict(row: ComponentIdentifier) -> dict[str, Any]:
 class IdentifierViewSet(
     mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet[ComponentIdentifier]
 ):
-    """Content-addressed identifiers (targets, attacks, scorers, converters, ...)."""
+    """Content-addressed identifiers (targets, attacks, scorers, converters, ...) used in the
+    caller's operations; one used only elsewhere is a 404."""
 
     filterset_class = IdentifierFilterSet
     serializer_class = IdentifierOut
@@ -85,8 +89,8 @@ class IdentifierViewSet(
     lookup_value_regex = SHA256_PATTERN
 
     def get_queryset(self) -> QuerySet[ComponentIdentifier]:
-        """All identifier rows."""
-        return ComponentIdentifier.objects.all()
+        """The identifiers some row of the caller's operations uses."""
+        return ComponentIdentifier.objects.visible_to(view_scope(self))
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """One page: 1 query."""
@@ -97,7 +101,7 @@ class IdentifierViewSet(
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """The row plus its tree rebuilt from child rows (1 query + 1 per tree level, at most
         MAX_TREE_DEPTH), budgeted like every tree (redteam.core.trees)."""
-        root = ComponentIdentifier.objects.filter(hash=str(kwargs.get("hash", ""))).first()
+        root = self.get_queryset().filter(hash=str(kwargs.get("hash", ""))).first()
         if root is None:
             raise Http404
         rebuilt = identifier_tree(root)

@@ -129,27 +129,45 @@ class Scope:
         return Operation.objects.filter(pk__in=sorted(self.roles))
 
 
-def _membership_scope(user: Any, only: Iterable[int] | None = None) -> Scope:
-    rows = OperationMembership.objects.filter(user=user).values_list(
-        "operation_id", "role", "operation__archived"
-    )
-    if only is not None:
-        rows = rows.filter(operation_id__in=list(only))
+def _membership_scope(user: Any, key: ApiKey | None = None) -> Scope:
+    """The user's memberships (only those in `key`'s operations, when given): one query."""
+    rows = OperationMembership.objects.filter(user=user)
+    if key is not None:
+        rows = rows.filter(operation__api_keys=key)
     roles: dict[int, str] = {}
     archived: set[int] = set()
-    for op_id, role, is_archived in rows:
+    for op_id, role, is_archived in rows.values_list("operation_id", "role", "operation__archived"):
         roles[op_id] = role
         if is_archived:
             archived.add(op_id)
     return Scope(roles=roles, archived=frozenset(archived))
 
 
-def _operations_scope(ids: Iterable[int]) -> Scope:
-    """Every listed operation as lead (a superuser's API key)."""
-    rows = Operation.objects.filter(pk__in=list(ids)).values_list("pk", "archived")
+def _operations_scope(operations: models.QuerySet[Operation]) -> Scope:
+    """Every one of these operations as lead (a superuser's API key): one query."""
+    rows = list(operations.values_list("pk", "archived"))
     return Scope(
         roles={pk: OperationRole.LEAD for pk, _ in rows},
         archived=frozenset(pk for pk, archived in rows if archived),
+    )
+
+
+def command_scope(operation_names: Iterable[str] = ()) -> Scope:
+    """A management command's scope: every operation, or only the named ones (as lead).
+
+    Commands are trusted, so no membership is consulted; naming an operation narrows what
+    they read. Raises LookupError naming the operations that do not exist (one query).
+    """
+    names = sorted({n.strip() for n in operation_names if n.strip()})
+    if not names:
+        return Scope.everything_scope()
+    rows = list(Operation.objects.filter(name__in=names).values_list("name", "pk", "archived"))
+    unknown = sorted(set(names) - {name for name, _, _ in rows})
+    if unknown:
+        raise LookupError(f"no such operation: {', '.join(unknown)}")
+    return Scope(
+        roles={pk: OperationRole.LEAD for _, pk, _ in rows},
+        archived=frozenset(pk for _, pk, archived in rows if archived),
     )
 
 
@@ -164,19 +182,17 @@ def user_scope(user: User | None) -> Scope:
 
 
 def key_scope(api_key: ApiKey) -> Scope:
-    """An API key's scope: its operations, as far as its user may still read them."""
-    ids = list(api_key.operations.values_list("pk", flat=True))
-    if not ids:
-        return Scope.nothing()
+    """An API key's scope: its operations, as far as its user may still read them (one query:
+    the key's operations joined with the user's memberships; the user came with the key)."""
     if api_key.user.is_superuser:
-        return _operations_scope(ids)
-    return _membership_scope(api_key.user, only=ids)
+        return _operations_scope(Operation.objects.filter(api_keys=api_key))
+    return _membership_scope(api_key.user, key=api_key)
 
 
 def scope_for(request: HttpRequest | Any) -> Scope:
     """The scope of a request (browser session or API key), computed once per request."""
-    cached: Scope | None = getattr(request, _SCOPE_ATTR, None)
-    if cached is not None:
+    cached = getattr(request, _SCOPE_ATTR, None)
+    if isinstance(cached, Scope):
         return cached
     auth = getattr(request, "auth", None)
     user = getattr(request, "user", None)

@@ -20,6 +20,7 @@ from rest_framework.pagination import Cursor, CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from redteam.common.access import Scope, scope_for
 from redteam.common.cursors import INVALID_CURSOR, MAX_CURSOR_CHARS, BadCursor, clean_cursor_value
 
 Shape = Literal["1.x", "0.13"]
@@ -116,6 +117,15 @@ def row_shape(requested: str, stored_shape: str | None) -> Shape:
 
 
 UUID_LOOKUP = "[0-9a-fA-F-]{36}"
+
+
+def view_scope(view: Any) -> Scope:
+    """The scope a read endpoint answers for: its request's (`scope_for`), or no operation
+    while drf-spectacular generates the OpenAPI schema (its fake views read no rows, and
+    computing a scope per endpoint would cost the schema view queries)."""
+    if getattr(view, "swagger_fake_view", False):
+        return Scope.nothing()
+    return scope_for(view.request)
 
 
 class ShapedReadViewSet(

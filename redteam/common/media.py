@@ -4,7 +4,8 @@ The storage name is derived from the sha256 only (``blobs/ab/cd/<sha256>``), nev
 client's file name or path, and the content type is sniffed from the bytes' magic numbers,
 never taken from the client. Linking pieces or seeds to a blob is the caller's job
 (memory.services.link_media, seeds.services.link_media), so this module depends on no app.
-``media_response`` is the one way stored bytes are served, by the pages and the API alike.
+``media_response`` is the one way stored bytes are served, by the pages and the API alike;
+the caller hands it the blobs its requester may fetch (memory.querysets.media_visible_to).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.http import FileResponse, Http404
 
 from redteam.common.models import MediaBlob
@@ -98,15 +100,17 @@ def is_inline_media(content_type: str) -> bool:
     return content_type.lower() in INLINE_CONTENT_TYPES
 
 
-def media_response(sha256: str) -> FileResponse:
+def media_response(sha256: str, *, blobs: QuerySet[MediaBlob]) -> FileResponse:
     """The stored bytes of `sha256`, served so they can never run on our origin.
 
+    `blobs` are the blobs the requester may fetch (one query finds the blob among them).
     Inline only for the types of INLINE_CONTENT_TYPES; anything else is an attachment typed
     ``application/octet-stream`` whatever was sniffed. Always ``nosniff``, a sandboxing
     Content-Security-Policy and a same-origin Cross-Origin-Resource-Policy. Http404 when no
-    blob has this digest or its bytes are missing from storage.
+    blob among `blobs` has this digest (unknown, or not the requester's to see) or its bytes
+    are missing from storage.
     """
-    blob = MediaBlob.objects.filter(sha256=sha256).first()
+    blob = blobs.filter(sha256=sha256).first()
     if blob is None or not default_storage.exists(blob.storage_name):
         raise Http404("No stored media with this sha256.")
     try:

@@ -4,6 +4,11 @@ POST /api/v1/ingest/          a batch of PyRIT-shaped items (see IngestView)
 POST /api/v1/media/           upload media bytes (multipart field `file`)
 POST /api/v1/media/missing/   which of these sha256s are not stored yet (for the client)
 GET  /api/v1/media/<sha256>/  download stored bytes
+
+Media is content-addressed and shared, so what a caller may learn of it goes through its
+scope: bytes count as stored (and are served) only when a piece or scored content of the
+caller's operations, or a seed, refers to them (memory.querysets.media_visible_to); an
+upload links the pieces it names only in operations the key may write.
 """
 
 from __future__ import annotations
@@ -26,7 +31,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from redteam.common.access import Writer
+from memory.querysets import media_visible_to
+from redteam.common.access import Writer, scope_for
 from redteam.common.api_auth import HasIngestScope, HasReadScope
 from redteam.common.media import media_response
 from redteam.common.models import MediaBlob
@@ -315,9 +321,11 @@ class MediaUploadView(APIView):
         description=(
             "Multipart form with the field `file` and, optionally, `sha256` (the hex digest the"
             " client computed; it is verified). Bytes are stored once, addressed by sha256, "
-            "and linked to every piece whose value or sha256 refers to them. Limit: "
-            "`REDTEAM_MAX_MEDIA_BYTES` (default 256 MiB), answered with 413. Returns 201 when "
-            "new, 200 when the bytes were already stored."
+            "and linked to every piece whose sha256 refers to them, and to the pieces named "
+            "by `original_piece_id` / `converted_piece_id` in operations the key may write "
+            "(other ids are ignored). Limit: `REDTEAM_MAX_MEDIA_BYTES` (default 256 MiB), "
+            "answered with 413. Returns 201 when new, 200 when the bytes were already stored "
+            "and visible to the key (referred to by its operations' pieces, or a seed)."
         ),
         request={
             "multipart/form-data": inline_serializer(
@@ -371,23 +379,31 @@ class MediaUploadView(APIView):
             piece_ids = _piece_ids(request)
         except ValueError as exc:
             return _problem(str(exc), status.HTTP_400_BAD_REQUEST)
-        existed = MediaBlob.objects.filter(sha256=digest).exists()
         # Resolved late: memory.services is app-level code this project-level view composes.
         from memory.services import store_media
 
+        # "Already stored" only for bytes the key could fetch: bytes of another operation
+        # count as new, so the answer confirms nothing about what others uploaded.
+        existed = media_visible_to(scope_for(request)).filter(sha256=digest).exists()
         blob = store_media(
             data,
             filename=upload.name or "",
             user=request.user,
             original_piece_ids=piece_ids["original"],
             converted_piece_ids=piece_ids["converted"],
+            writer=Writer.for_request(request),
         )
         body = {**_blob_dict(blob), "created": not existed}
         return Response(body, status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
 
 
 class MediaMissingView(APIView):
-    """Which of the given sha256s are not stored yet (lets a client skip re-uploads)."""
+    """Which of the given sha256s the caller cannot fetch yet (lets a client skip re-uploads).
+
+    A hash counts as stored only when its bytes are stored and visible to the caller
+    (memory.querysets.media_visible_to): the endpoint is no oracle for other operations'
+    media. Uploading such bytes again costs nothing (they are stored once) and links them.
+    """
 
     permission_classes = [HasIngestScope]
     parser_classes = [JSONParser]
@@ -408,14 +424,15 @@ class MediaMissingView(APIView):
         },
     )
     def post(self, request: Request) -> Response:
-        """Answer with the subset of `sha256` that has no stored blob."""
+        """Answer with the subset of `sha256` that has no stored blob visible to the caller."""
         hashes = request.data.get("sha256") if isinstance(request.data, dict) else None
         if not isinstance(hashes, list) or len(hashes) > MAX_MISSING_QUERY:
             return _problem(f"Send {{'sha256': [up to {MAX_MISSING_QUERY} hex digests]}}.", 400)
         bad = [h for h in hashes if not is_sha256(h)]
         if bad:
             return _problem("Every sha256 must be 64 lowercase hex characters.", 400)
-        present = set(MediaBlob.objects.filter(sha256__in=hashes).values_list("sha256", flat=True))
+        visible = media_visible_to(scope_for(request)).filter(sha256__in=hashes)
+        present = set(visible.values_list("sha256", flat=True))
         missing = [h for h in dict.fromkeys(hashes) if h not in present]
         return Response({"missing": missing})
 
@@ -429,13 +446,16 @@ class MediaDetailView(APIView):
         operation_id="media_download",
         summary="Download media bytes",
         description=(
-            "Bytes of a stored blob. Images, audio and video of common formats are served "
-            "inline; anything else (SVG, HTML, unknown) as an `application/octet-stream` "
-            "attachment. Always with `X-Content-Type-Options: nosniff`, a sandboxing "
-            "Content-Security-Policy and `Cross-Origin-Resource-Policy: same-origin`."
+            "Bytes of a stored blob that a piece or scored content of the key's operations, or "
+            "a seed, refers to (404 otherwise, as for unknown bytes). Images, audio and video "
+            "of common formats are served inline; anything else (SVG, HTML, unknown) as an "
+            "`application/octet-stream` attachment. Always with `X-Content-Type-Options: "
+            "nosniff`, a sandboxing Content-Security-Policy and "
+            "`Cross-Origin-Resource-Policy: same-origin`."
         ),
         responses={(200, "application/octet-stream"): OpenApiTypes.BINARY, 404: _DETAIL},
     )
     def get(self, request: Request, sha256: str) -> FileResponse:
-        """Stream the blob (the page's response, redteam.common.media); 404 when unknown."""
-        return media_response(sha256)
+        """Stream the blob (the page's response, redteam.common.media); 404 when unknown or
+        not visible to the key."""
+        return media_response(sha256, blobs=media_visible_to(scope_for(request)))

@@ -6,14 +6,17 @@ scenario results, seeds.
 ``model_dump(mode="json")`` shape, so sending it to any redteam server (this one included)
 stores the same rows, and every item is ``unchanged`` where they already are.
 
-What a run holds:
+What a run holds, within the operations of its `Scope` (the command's ``--operation``
+options; every operation by default):
 
-* Unfiltered: every stored row of each kind.
+* Unfiltered: every stored row of each kind in those operations; every seed when no
+  operation is named (seeds are the shared library), else the seeds the results name.
 * Filtered (the piece filters of the command): the conversations with at least one matching
   piece, plus the conversations their attack results name as related (recursively), each
   whole; the attack results of those conversations; the scores of their pieces; the scenario
   results those attack results belong to (``attribution_parent_id``); the seeds named by the
-  results' atomic attack identifiers (their seed identifiers' ``value_sha256``).
+  results' atomic attack identifiers (their seed identifiers' ``value_sha256``). A related
+  conversation, result or score outside the scope is left out, never followed.
 
 Sections are written in RUN_SECTIONS order, conversations a chunk at a time, so memory stays
 bounded and each chunk costs a constant number of queries. A new kind of row joins the run by
@@ -44,6 +47,7 @@ from memory.querysets import (
     pieces_for_export,
     scenario_results_for_export,
 )
+from redteam.common.access import Scope
 from seeds.api.views import export_seed
 from seeds.models import Seed
 
@@ -61,10 +65,12 @@ SCENARIOS_PER_CHUNK = 20
 
 @dataclass
 class RunSelection:
-    """The conversations of a run (in PyRIT order), or everything when ``whole`` is set."""
+    """The conversations of a run (in PyRIT order), or everything in ``scope`` when ``whole``
+    is set."""
 
     conversation_ids: list[str]
     whole: bool
+    scope: Scope
     # Filled while the attack results are written: the seeds and scenarios they name.
     seed_sha256s: set[str] = field(default_factory=set)
     scenario_ids: set[str] = field(default_factory=set)
@@ -76,9 +82,10 @@ class RunSelection:
             yield ids[start : start + CONVERSATIONS_PER_CHUNK]
 
 
-def select_run(pieces: QuerySet[MessagePiece] | None) -> RunSelection:
-    """The run of the filtered pieces (None: every stored row); one query per related hop."""
-    conversations = Conversation.objects.all()
+def select_run(pieces: QuerySet[MessagePiece] | None, *, scope: Scope) -> RunSelection:
+    """The run of the filtered pieces (None: every row) within the scope's operations; one
+    query per related hop."""
+    conversations = Conversation.objects.visible_to(scope)
     if pieces is not None:
         selected = set(pieces.order_by().values_list("conversation_id", flat=True).distinct())
         frontier = set(selected)
@@ -86,9 +93,9 @@ def select_run(pieces: QuerySet[MessagePiece] | None) -> RunSelection:
             if not frontier:
                 break
             related = set(
-                ConversationReference.objects.filter(
-                    attack_result__conversation_id__in=frontier
-                ).values_list("conversation_id", flat=True)
+                ConversationReference.objects.visible_to(scope)
+                .filter(attack_result__conversation_id__in=frontier)
+                .values_list("conversation_id", flat=True)
             )
             frontier = related - selected
             selected |= frontier
@@ -97,14 +104,14 @@ def select_run(pieces: QuerySet[MessagePiece] | None) -> RunSelection:
     ordered = conversations.order_by("first_timestamp", "conversation_id").values_list(
         "conversation_id", flat=True
     )
-    return RunSelection(conversation_ids=list(ordered), whole=pieces is None)
+    return RunSelection(conversation_ids=list(ordered), whole=pieces is None, scope=scope)
 
 
 def _conversations(selection: RunSelection) -> Iterator[dict[str, Any]]:
     # Only conversations a client declared: the others were made here from pieces or results,
     # and PyRIT has no Conversation object for them (0.13 runs).
     for chunk in selection.chunks():
-        rows = conversations_for_export().filter(pk__in=chunk, declared=True)
+        rows = conversations_for_export(selection.scope).filter(pk__in=chunk, declared=True)
         by_id = {c.conversation_id: c for c in rows}
         for conversation_id in chunk:
             if conversation_id in by_id:
@@ -113,9 +120,9 @@ def _conversations(selection: RunSelection) -> Iterator[dict[str, Any]]:
 
 def _pieces(selection: RunSelection) -> Iterator[dict[str, Any]]:
     for chunk in selection.chunks():
-        rows = pieces_for_export().filter(conversation_id__in=chunk)
+        rows = pieces_for_export(selection.scope).filter(conversation_id__in=chunk)
         yield from export_pieces_with_scores(
-            rows.order_by("conversation_id", "sequence", "position"), "1.x"
+            rows.order_by("conversation_id", "sequence", "position"), "1.x", scope=selection.scope
         )
 
 
@@ -148,7 +155,9 @@ def _score_row(score: Score) -> dict[str, Any]:
 
 
 def _scores(selection: RunSelection) -> Iterator[dict[str, Any]]:
-    scores = Score.objects.select_related("scorer_dump", "loose_content")
+    scores = Score.objects.visible_to(selection.scope).select_related(
+        "scorer_dump", "loose_content"
+    )
     if selection.whole:
         for rows in _chunked(scores):
             yield from (_score_row(s) for s in rows)
@@ -176,7 +185,7 @@ def _seed_sha256s(dump: Any) -> Iterator[str]:
 
 
 def _results_in(rows: Iterable[AttackResult], selection: RunSelection) -> list[dict[str, Any]]:
-    exported = export_attack_results(rows, "1.x")
+    exported = export_attack_results(rows, "1.x", scope=selection.scope)
     for row in exported:
         selection.seed_sha256s.update(_seed_sha256s(row["atomic_attack_identifier"]))
         if row.get("attribution_parent_id"):
@@ -185,19 +194,20 @@ def _results_in(rows: Iterable[AttackResult], selection: RunSelection) -> list[d
 
 
 def _attack_results(selection: RunSelection) -> Iterator[dict[str, Any]]:
+    results_query = attack_results_for_export(selection.scope)
     if selection.whole:
-        for rows in _chunked(attack_results_for_export()):
+        for rows in _chunked(results_query):
             yield from _results_in(rows, selection)
         return
     for chunk in selection.chunks():
-        results = attack_results_for_export().filter(conversation_id__in=chunk)
+        results = results_query.filter(conversation_id__in=chunk)
         yield from _results_in(results.order_by("timestamp", "attack_result_id"), selection)
 
 
 def _scenario_results(selection: RunSelection) -> Iterator[dict[str, Any]]:
     """Scenario results (their attack results embedded), SCENARIOS_PER_CHUNK per round trip:
     every one, or those the run's attack results belong to."""
-    scenarios = scenario_results_for_export()
+    scenarios = scenario_results_for_export(selection.scope)
     if not selection.whole:
         wanted = []
         for value in sorted(selection.scenario_ids):
@@ -209,12 +219,14 @@ def _scenario_results(selection: RunSelection) -> Iterator[dict[str, Any]]:
             return
         scenarios = scenarios.filter(pk__in=wanted)
     for rows in _chunked(scenarios, SCENARIOS_PER_CHUNK):
-        yield from export_scenarios_page(rows, "1.x", max_results=None)
+        yield from export_scenarios_page(rows, "1.x", scope=selection.scope, max_results=None)
 
 
 def _seeds(selection: RunSelection) -> Iterator[dict[str, Any]]:
     seeds = Seed.objects.select_related("group")
-    if not selection.whole:
+    # Seeds belong to no operation: a run of some operations carries the seeds its results
+    # name, a run of everything the whole library.
+    if not (selection.whole and selection.scope.everything):
         if not selection.seed_sha256s:
             return
         seeds = seeds.filter(value_sha256__in=sorted(selection.seed_sha256s))

@@ -487,6 +487,9 @@ def test_search_filters_and_pages_work_on_text_holding_nul(
 
     from memory.filters import ConversationFilterSet
     from memory.querysets import conversations_for_list
+    from redteam.common.access import Scope
+
+    EVERYTHING = Scope.everything_scope()
 
     cid = str(uuid.uuid4())
     rows = [
@@ -503,7 +506,9 @@ def test_search_filters_and_pages_work_on_text_holding_nul(
     def ids(params: dict[str, str]) -> set[str]:
         query = QueryDict(mutable=True)
         query.update(params)
-        filterset = ConversationFilterSet(query, queryset=conversations_for_list())
+        filterset = ConversationFilterSet(
+            query, queryset=conversations_for_list(EVERYTHING), scope=EVERYTHING
+        )
         assert filterset.is_valid(), filterset.errors
         return {c.conversation_id for c in filterset.qs}
 

@@ -35,8 +35,26 @@ def upload(api: APIClient, data: bytes, name: str = "x.bin", **fields: Any) -> A
     return api.post(UPLOAD, {"file": SimpleUploadedFile(name, data), **fields}, format="multipart")
 
 
+def refer(api: APIClient, data: bytes) -> str:
+    """Store an image piece whose sha256 names these bytes, in the key's default operation:
+    media is served to whoever sees a piece that refers to it. Returns the digest."""
+    digest = hashlib.sha256(data).hexdigest()
+    row = factories.piece(
+        str(uuid.uuid4()),
+        0,
+        "user",
+        "/home/attacker/run/image.png",
+        original_value_data_type="image_path",
+        converted_value_data_type="image_path",
+        original_value_sha256=digest,
+        converted_value_sha256=digest,
+    )
+    assert api.post("/api/v1/ingest/", {"message_pieces": [row]}, format="json").status_code == 200
+    return digest
+
+
 def test_upload_stores_bytes_once_by_sha256(api: APIClient, png: bytes) -> None:
-    digest = hashlib.sha256(png).hexdigest()
+    digest = refer(api, png)
     first = upload(api, png, "cat.png", sha256=digest)
     assert first.status_code == 201
     assert first.json() == {
@@ -92,6 +110,7 @@ def test_upload_over_the_limit_is_413(api: APIClient, settings: Any) -> None:
 
 
 def test_image_is_served_inline_with_its_type_and_nosniff(api: APIClient, png: bytes) -> None:
+    refer(api, png)
     digest = upload(api, png).json()["sha256"]
     response = api.get(f"{UPLOAD}{digest}/")
     assert response.status_code == 200
@@ -104,6 +123,7 @@ def test_image_is_served_inline_with_its_type_and_nosniff(api: APIClient, png: b
 
 @pytest.mark.parametrize("data", [SVG, HTML, b"MZ\x90\x00 arbitrary binary"])
 def test_active_or_unknown_content_is_only_ever_an_attachment(api: APIClient, data: bytes) -> None:
+    refer(api, data)
     digest = upload(api, data, "evil.svg").json()["sha256"]
     blob = MediaBlob.objects.get(sha256=digest)
     assert blob.content_type not in ("image/svg+xml", "text/html")  # sniffed, not trusted
@@ -120,6 +140,7 @@ def test_active_or_unknown_content_is_only_ever_an_attachment(api: APIClient, da
 def test_page_and_api_serve_media_with_the_same_safe_headers(
     api: APIClient, reviewer_client: Client, png: bytes, data: bytes | None, inline: bool
 ) -> None:
+    refer(api, data or png)
     digest = upload(api, data or png, "evil.svg").json()["sha256"]
     served = [
         api.get(f"{UPLOAD}{digest}/"),
@@ -165,6 +186,7 @@ def test_unknown_digest_is_404(api: APIClient) -> None:
 
 
 def test_missing_reports_hashes_not_stored(api: APIClient, png: bytes) -> None:
+    refer(api, png)
     digest = upload(api, png).json()["sha256"]
     other = "b" * 64
     response = api.post("/api/v1/media/missing/", {"sha256": [digest, other]}, format="json")
@@ -179,6 +201,7 @@ def test_media_needs_the_right_scopes(make_key: KeyFactory, png: bytes) -> None:
     reader = bearer_client(make_key("read"))
     writer = bearer_client(make_key("ingest"))
     assert upload(reader, png).status_code == 403
+    refer(writer, png)
     digest = upload(writer, png).json()["sha256"]
     assert writer.get(f"{UPLOAD}{digest}/").status_code == 403
     assert reader.get(f"{UPLOAD}{digest}/").status_code == 200

@@ -48,7 +48,7 @@ from memory.shapes import (
     SCORE_KEYS_ENTRY,
 )
 from redteam.client import path_id
-from redteam.common.access import user_scope
+from redteam.common.access import Scope, user_scope
 from redteam.site.demo import build_demo_data, demo_payload
 from scoring.services import record_verdict
 from seeds.api.schema import SEED_CLASSES, SEED_KEYS_013, SEED_KEYS_1X
@@ -64,6 +64,9 @@ from tests.api.pyrit_fixtures import (
 )
 from tests.api.test_roundtrip import ingest
 from tests.api.test_scenario_results import LEGACY_ROW
+
+# Trusted reads (as a management command's): every operation.
+EVERYTHING = Scope.everything_scope()
 
 pytestmark = pytest.mark.django_db
 
@@ -394,11 +397,11 @@ def _keys(schema: Schema, name: str) -> list[str]:
 def test_each_closed_shape_lists_exactly_the_keys_export_writes_in_pyrit_order(
     api: APIClient, corpus: None, schema: Schema
 ) -> None:
-    piece = pieces_for_export().filter(source_shape="1.x").first()
-    legacy_piece = pieces_for_export().filter(source_shape="0.13").first()
+    piece = pieces_for_export(EVERYTHING).filter(source_shape="1.x").first()
+    legacy_piece = pieces_for_export(EVERYTHING).filter(source_shape="0.13").first()
     score = Score.objects.select_related("scorer_dump").filter(scorable__isnull=False).first()
-    result = attack_results_for_export().filter(last_score_id__isnull=False).first()
-    scenario = scenario_results_for_export().first()
+    result = attack_results_for_export(EVERYTHING).filter(last_score_id__isnull=False).first()
+    scenario = scenario_results_for_export(EVERYTHING).first()
     conversation = Conversation.objects.select_related("target_dump").first()
     identifier = ComponentIdentifier.objects.exclude(children={}).first()
     assert None not in (piece, legacy_piece, score, result, scenario, conversation, identifier)
@@ -412,12 +415,14 @@ def test_each_closed_shape_lists_exactly_the_keys_export_writes_in_pyrit_order(
     exported: dict[str, dict[str, Any]] = {
         "MessagePiece1x": export_piece(piece, "1.x"),
         "MessagePiece013": export_piece(legacy_piece, "0.13"),
-        "ScoredMessagePiece1x": export_pieces_page([piece], "1.x", with_scores=True)[0],
+        "ScoredMessagePiece1x": export_pieces_page(
+            [piece], "1.x", scope=EVERYTHING, with_scores=True
+        )[0],
         "Score1x": export_score(score, "1.x"),
         "Score013": export_score(score, "0.13"),
         "ScoreEntry": export_score(score, "entry"),
-        "AttackResult1x": export_attack_result(result, "1.x"),
-        "AttackResult013": export_attack_result(result, "0.13"),
+        "AttackResult1x": export_attack_result(result, "1.x", last_response=result.last_response),
+        "AttackResult013": export_attack_result(result, "0.13", last_response=result.last_response),
         "ScenarioResult1x": export_scenario_result(scenario, "1.x", {}),
         "ScenarioResult013": export_scenario_result(scenario, "0.13", {}),
         "ConversationOut": export_conversation(conversation),

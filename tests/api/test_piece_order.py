@@ -20,10 +20,14 @@ from memory import services
 from memory.export import export_pieces_with_scores
 from memory.models import MessagePiece
 from memory.querysets import pieces_for_conversation, pieces_for_export
+from redteam.common.access import Scope
 from redteam.site.pyrit_sqlite import import_pyrit_memory
 from tests.api.pyrit_fixtures import LINES, read_jsonl
 from tests.fixtures_common import reader, reader_client
 from tests.memory import factories as f
+
+# Trusted reads (as a management command's): every operation.
+EVERYTHING = Scope.everything_scope()
 
 __all__ = ["reader", "reader_client"]
 
@@ -75,7 +79,7 @@ def test_message_order_is_the_push_order_on_pages_api_and_export(
     assert response.status_code == 200, response.json()
     sent = data_types(payload)
 
-    assert data_types(list(pieces_for_conversation("conv-order"))) == sent
+    assert data_types(list(pieces_for_conversation(EVERYTHING, "conv-order"))) == sent
     assert list(
         MessagePiece.objects.order_by("sequence", "position").values_list("position", flat=True)
     ) == [0, 1, 0]
@@ -86,7 +90,12 @@ def test_message_order_is_the_push_order_on_pages_api_and_export(
     assert data_types([r for r in listed if r["sequence"] == 0]) == sent[:2]
 
     for shape in ("1.x", "0.13"):
-        assert data_types(export_pieces_with_scores(pieces_for_export(), shape)) == sent
+        assert (
+            data_types(
+                export_pieces_with_scores(pieces_for_export(EVERYTHING), shape, scope=EVERYTHING)
+            )
+            == sent
+        )
 
     page = reader_client.get("/conversations/conv-order/").content.decode()
     text_at, image_at = page.index("describe this picture"), page.index("roakey_potion.png")
@@ -109,9 +118,9 @@ def test_a_piece_added_to_a_stored_message_goes_last() -> None:
     assert [o.status for o in outcomes] == ["stored", "unchanged"]
     later = f.piece(conversation_id="conv-late", original_value="and one more thing")
     services.store_message_pieces([later])
-    order = [p.original_value for p in pieces_for_conversation("conv-late")]
+    order = [p.original_value for p in pieces_for_conversation(EVERYTHING, "conv-late")]
     assert order == [IMAGE, "describe this picture", "and one more thing"]
-    assert [p.position for p in pieces_for_conversation("conv-late")] == [0, 1, 2]
+    assert [p.position for p in pieces_for_conversation(EVERYTHING, "conv-late")] == [0, 1, 2]
 
 
 @pytest.mark.parametrize("line", LINES)
@@ -129,7 +138,9 @@ def test_import_keeps_the_memory_files_row_order_inside_each_message(
     assert stored == expected
     multi = [ids for ids in expected.values() if len(ids) > 1]
     assert multi, "the fixture has a text+image message"
-    text_first = [p for p in pieces_for_export().filter(id__in=multi[0]).order_by("position")]
+    text_first = [
+        p for p in pieces_for_export(EVERYTHING).filter(id__in=multi[0]).order_by("position")
+    ]
     assert data_types(text_first) == ["text", "image_path"]
 
 

@@ -9,7 +9,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from memory.models import ComponentIdentifier
+from memory.models import ComponentIdentifier, IdentifierOperation
+from redteam.common.models import Operation
+from redteam.core.operations import UNASSIGNED
 from tests.api import factories
 
 pytestmark = pytest.mark.django_db
@@ -73,20 +75,22 @@ def _fill(api: APIClient, conversations: int) -> list[dict[str, Any]]:
     return payload["message_pieces"]
 
 
-# Queries per list page, whatever its length; the first is always the API key joined with its
-# user (last_used_at was stamped by an earlier request).
+# Queries per list page, whatever its length; the first two are always the API key joined
+# with its user (last_used_at was stamped by an earlier request) and the key's operations
+# joined with the user's memberships (its scope).
 LIST_QUERIES = {
-    # key; pieces joined with their dumps and conversation; converter uses with their dumps.
-    "message-pieces": 3,
-    # key; conversations joined with their target dump.
-    "conversations": 2,
-    # key; scores joined with their scorer dump.
-    "scores": 2,
-    # key; results joined with dumps and last response; related conversations; the last
-    # response's converters; the last scores.
-    "attack-results": 5,
-    # key; identifier rows.
-    "identifiers": 2,
+    # key; scope; pieces joined with their dumps and conversation; converter uses with their
+    # dumps.
+    "message-pieces": 4,
+    # key; scope; conversations joined with their target dump.
+    "conversations": 3,
+    # key; scope; scores joined with their scorer dump.
+    "scores": 3,
+    # key; scope; results joined with dumps and last response; related conversations; the
+    # last response's converters; the last scores.
+    "attack-results": 6,
+    # key; scope; identifier rows.
+    "identifiers": 3,
 }
 
 
@@ -96,9 +100,15 @@ def test_list_endpoints_cost_constant_queries(
     api: APIClient, django_assert_num_queries: Any, resource: str, conversations: int
 ) -> None:
     _fill(api, conversations)
-    # Identifiers are content-addressed (the fill reuses two); add distinct rows.
+    # Identifiers are content-addressed (the fill reuses two); add distinct rows, used in the
+    # operation the fill went to (the key's default), so the key sees them.
     ComponentIdentifier.objects.bulk_create(
         ComponentIdentifier(hash=f"{i:064x}", class_name=f"Target{i}", class_module="m")
+        for i in range(conversations)
+    )
+    operation = Operation.objects.get(name=UNASSIGNED)
+    IdentifierOperation.objects.bulk_create(
+        IdentifierOperation(identifier_id=f"{i:064x}", operation=operation)
         for i in range(conversations)
     )
     with django_assert_num_queries(LIST_QUERIES[resource]):
@@ -119,8 +129,8 @@ def test_conversation_messages_cost_constant_queries(
         ).status_code
         == 200
     )
-    # key; conversation (+target dump); pieces (+dumps); converter uses; scores.
-    with django_assert_num_queries(5):
+    # key; scope; conversation (+target dump); pieces (+dumps); converter uses; scores.
+    with django_assert_num_queries(6):
         response = api.get(f"/api/v1/conversations/{long[0]['conversation_id']}/")
     assert len(response.json()["messages"]) == conversations * 2
 

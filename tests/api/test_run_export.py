@@ -27,11 +27,15 @@ from rest_framework.test import APIClient
 from memory import services
 from memory.models import AttackResult, Conversation, MessagePiece, Score
 from memory.store_scores import store_scores
+from redteam.common.access import Scope
 from redteam.site.pyrit_sqlite import import_pyrit_memory
 from redteam.site.run_export import select_run, write_run
 from seeds.models import Seed
 from tests.api.pyrit_fixtures import LINES, read_jsonl
 from tests.memory import factories as f
+
+# Trusted reads (as a management command's): every operation.
+EVERYTHING = Scope.everything_scope()
 
 pytestmark = pytest.mark.django_db
 
@@ -193,7 +197,7 @@ def test_a_run_costs_constant_queries(count: int, django_assert_num_queries: Any
     # one page with their references (no last response or score here), the empty page after.
     # Scenario results: the empty page. Seeds: the empty page.
     with django_assert_num_queries(11):
-        counts = write_run(chunks.append, select_run(None))
+        counts = write_run(chunks.append, select_run(None, scope=EVERYTHING))
     assert counts == {
         "conversations": count,
         "message_pieces": count,
@@ -210,7 +214,7 @@ def test_a_run_costs_constant_queries(count: int, django_assert_num_queries: Any
         conversation_id__in=[f"run-{count}-{i}" for i in range(count)]
     )
     with django_assert_num_queries(9):
-        counts = write_run(chunks.append, select_run(pieces))
+        counts = write_run(chunks.append, select_run(pieces, scope=EVERYTHING))
     assert counts["attack_results"] == counts["scores"] == count
 
 
@@ -295,13 +299,13 @@ def test_a_run_carries_its_scenarios_and_the_loose_text_of_its_scores() -> None:
 
     assert import_pyrit_memory(SCENARIO_FIXTURES / "pyrit_memory.sqlite").rejected == 0
     chunks: list[str] = []
-    counts = write_run(chunks.append, select_run(None))
+    counts = write_run(chunks.append, select_run(None, scope=EVERYTHING))
     assert counts["scenario_results"] == 2
     payload = json.loads("".join(chunks))
     # Filtered to one scenario conversation: its scenario comes along.
     one = MessagePiece.objects.filter(conversation_id="00000000-0000-0000-0000-000000001001")
     filtered: list[str] = []
-    assert write_run(filtered.append, select_run(one))["scenario_results"] == 1
+    assert write_run(filtered.append, select_run(one, scope=EVERYTHING))["scenario_results"] == 1
     # Another server receiving the file stores the same scenarios and loose text.
     rows = [(c.value, c.data_type) for c in ScorableContent.objects.order_by("pk")]
     for model in (Score, ScenarioResult, AttackResult):

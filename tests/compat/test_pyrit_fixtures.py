@@ -32,8 +32,12 @@ from memory.export import (
 from memory.models import AttackResult, Conversation, MessagePiece, Score
 from memory.querysets import attack_results_for_export, conversations_for_export, pieces_for_export
 from memory.store_scores import store_scores
+from redteam.common.access import Scope
 from redteam.core.outcomes import ItemOutcome
 from redteam.site.pyrit_sqlite import import_pyrit_memory
+
+# Trusted reads (as a management command's): every operation.
+EVERYTHING = Scope.everything_scope()
 
 pytestmark = pytest.mark.django_db
 
@@ -135,12 +139,15 @@ def check_1_1_exports(root: Path) -> dict[str, int]:
     """Compare every 1.1 fixture row with its export; returns rows compared per file."""
     d = root / "pyrit-1.1"
     compared: dict[str, int] = {}
-    pieces = {p["id"]: p for p in export_pieces_with_scores(pieces_for_export(), "1.x")}
+    pieces = {
+        p["id"]: p
+        for p in export_pieces_with_scores(pieces_for_export(EVERYTHING), "1.x", scope=EVERYTHING)
+    }
     rows = read_jsonl(d / "pieces.jsonl")
     for row in rows:
         assert_pyrit_equal(pieces[row["id"]], row, f"piece {row['id']}")
     compared["pieces.jsonl"] = len(rows)
-    conversations = {c.pk: export_conversation(c) for c in conversations_for_export()}
+    conversations = {c.pk: export_conversation(c) for c in conversations_for_export(EVERYTHING)}
     rows = read_jsonl(d / "conversations.jsonl")
     for row in rows:
         assert_pyrit_equal(conversations[row["conversation_id"]], row, "conversation")
@@ -157,7 +164,9 @@ def check_1_1_exports(root: Path) -> dict[str, int]:
         compared[name] = len(rows)
     results = {
         r["attack_result_id"]: r
-        for r in export_attack_results(attack_results_for_export().filter(source_shape="1.x"))
+        for r in export_attack_results(
+            attack_results_for_export(EVERYTHING).filter(source_shape="1.x"), scope=EVERYTHING
+        )
     }
     rows = read_jsonl(d / "attack_results.jsonl")
     for row in rows:
@@ -170,15 +179,15 @@ def check_0_13_exports(root: Path) -> dict[str, int]:
     """Compare every 0.13 fixture row with its 0.13-shaped export."""
     d = root / "pyrit-0.13"
     compared: dict[str, int] = {}
-    legacy = pieces_for_export().filter(source_shape="0.13")
-    pieces = {p["id"]: p for p in export_pieces_with_scores(legacy, "0.13")}
+    legacy = pieces_for_export(EVERYTHING).filter(source_shape="0.13")
+    pieces = {p["id"]: p for p in export_pieces_with_scores(legacy, "0.13", scope=EVERYTHING)}
     rows = read_jsonl(d / "pieces.jsonl")
     for row in rows:
         assert_pyrit_equal(pieces[row["id"]], row, f"0.13 piece {row['id']}")
     compared["pieces.jsonl"] = len(rows)
     # export_conversations wrote the pieces in PyRIT's memory order: compare as a list.
     exported = json.loads((d / "exported_conversations.json").read_text())
-    ordered = export_pieces_with_scores(legacy, "0.13")
+    ordered = export_pieces_with_scores(legacy, "0.13", scope=EVERYTHING)
     assert [p["id"] for p in ordered] == [p["id"] for p in exported]
     for got, want in zip(ordered, exported, strict=True):
         assert_pyrit_equal(got, want, "exported_conversations")
@@ -188,7 +197,9 @@ def check_0_13_exports(root: Path) -> dict[str, int]:
     for row in rows:
         assert_pyrit_equal(export_score(scores[row["id"]], "0.13"), row, "0.13 score")
     compared["scores.jsonl"] = len(rows)
-    results = export_attack_results(attack_results_for_export().filter(source_shape="0.13"), "0.13")
+    results = export_attack_results(
+        attack_results_for_export(EVERYTHING).filter(source_shape="0.13"), "0.13", scope=EVERYTHING
+    )
     rows = read_jsonl(d / "attack_results.jsonl")
     by_id = {r["attack_result_id"]: r for r in results}
     for row in rows:

@@ -18,8 +18,12 @@ from memory.models import Score
 from memory.querysets import attack_results_for_export, conversations_for_export, pieces_for_export
 from memory.shapes import ATTACK_RESULT_KEYS_1X, PIECE_KEYS_013, PIECE_KEYS_1X, SCORE_KEYS_1X
 from memory.store_scores import store_scores
+from redteam.common.access import Scope
 from redteam.core.timestamps import timestamp_013, timestamp_1x
 from tests.memory import factories as f
+
+# Trusted reads (as a management command's): every operation.
+EVERYTHING = Scope.everything_scope()
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +57,7 @@ def test_1x_piece_exports_in_pyrit_key_order_with_verbatim_identifiers() -> None
     converter = f.identifier(temperature=1.0, top_p=1)
     item = f.piece(converter_identifiers=[converter], prompt_metadata={"n": 1.0})
     services.store_message_pieces([item])
-    [exported] = export_pieces_with_scores(pieces_for_export(), "1.x")
+    [exported] = export_pieces_with_scores(pieces_for_export(EVERYTHING), "1.x", scope=EVERYTHING)
     assert list(exported) == list(PIECE_KEYS_1X)
     assert exported == item
     assert repr(exported["converter_identifiers"][0]["temperature"]) == "1.0"
@@ -68,7 +72,7 @@ def test_1x_piece_in_the_013_shape_takes_labels_and_target_from_its_conversation
     services.store_attack_results(
         [f.attack_result(labels={"op": "x"}, targeted_harm_categories=["violence"])]
     )
-    piece = pieces_for_export().get(pk=item["id"])
+    piece = pieces_for_export(EVERYTHING).get(pk=item["id"])
     exported = export_piece(piece, "0.13")
     assert list(exported) == list(PIECE_KEYS_013)
     assert exported["labels"] == {"op": "x"}
@@ -81,7 +85,7 @@ def test_1x_piece_in_the_013_shape_takes_labels_and_target_from_its_conversation
 def test_conversation_and_score_exports() -> None:
     item = f.conversation(retries=[{"sequence": 2, "reason": "json_parsing"}])
     services.store_conversations([item])
-    assert export_conversation(conversations_for_export().get()) == item
+    assert export_conversation(conversations_for_export(EVERYTHING).get()) == item
     score = f.score(status="undetermined", score_value=None)
     store_scores([score])
     exported = export_score(Score.objects.select_related("scorer_dump").get())
@@ -92,7 +96,7 @@ def test_conversation_and_score_exports() -> None:
 def test_attack_result_without_its_last_response_stored_exports_null() -> None:
     item = f.attack_result()
     services.store_attack_results([item])
-    [exported] = export_attack_results(attack_results_for_export())
+    [exported] = export_attack_results(attack_results_for_export(EVERYTHING), scope=EVERYTHING)
     assert list(exported) == list(ATTACK_RESULT_KEYS_1X)
     assert exported == item
 
@@ -125,19 +129,21 @@ def test_exports_cost_constant_queries(count: int, django_assert_num_queries: An
     seed(count)
     # pieces with their dumps and conversation (one JOIN); their converters; their scores.
     with django_assert_num_queries(3):
-        pieces = export_pieces_with_scores(pieces_for_export(), "0.13")
+        pieces = export_pieces_with_scores(pieces_for_export(EVERYTHING), "0.13", scope=EVERYTHING)
     assert len(pieces) == count
     assert all(len(p["scores"]) == 1 for p in pieces)
     # results with dumps and last responses (JOINs); references; last responses' converters;
     # last scores.
     with django_assert_num_queries(4):
-        results = export_attack_results(attack_results_for_export(), "1.x")
+        results = export_attack_results(
+            attack_results_for_export(EVERYTHING), "1.x", scope=EVERYTHING
+        )
     assert len(results) == count
     assert all(r["last_score"] for r in results)
     # ... plus the last responses' nested scores in the 0.13 shape.
     with django_assert_num_queries(5):
-        export_attack_results(attack_results_for_export(), "0.13")
+        export_attack_results(attack_results_for_export(EVERYTHING), "0.13", scope=EVERYTHING)
     # conversations with their target dumps.
     with django_assert_num_queries(1):
-        conversations = [export_conversation(c) for c in conversations_for_export()]
+        conversations = [export_conversation(c) for c in conversations_for_export(EVERYTHING)]
     assert len(conversations) == count

@@ -12,6 +12,7 @@ from django.utils import timezone
 from memory.filters import AttackResultFilterSet, ConversationFilterSet
 from memory.models import Conversation, MessagePiece
 from memory.querysets import attack_results_for_list, conversations_for_list
+from redteam.common.access import Scope
 from tests.memory.row_factories import (
     PieceSpec,
     core_atomic_attack,
@@ -23,17 +24,24 @@ from tests.memory.row_factories import (
 )
 from tests.scoring.row_factories import make_score
 
+# Trusted reads (as a management command's): every operation.
+EVERYTHING = Scope.everything_scope()
+
 pytestmark = pytest.mark.django_db
 
 
 def _ids(params: str) -> set[str]:
-    fs = ConversationFilterSet(QueryDict(params), queryset=conversations_for_list())
+    fs = ConversationFilterSet(
+        QueryDict(params), queryset=conversations_for_list(EVERYTHING), scope=EVERYTHING
+    )
     assert fs.is_valid(), fs.errors
     return {c.conversation_id for c in fs.qs}
 
 
 def _result_ids(params: str) -> set[str]:
-    fs = AttackResultFilterSet(QueryDict(params), queryset=attack_results_for_list())
+    fs = AttackResultFilterSet(
+        QueryDict(params), queryset=attack_results_for_list(EVERYTHING), scope=EVERYTHING
+    )
     assert fs.is_valid(), fs.errors
     return {str(r.pk) for r in fs.qs}
 
@@ -147,7 +155,9 @@ def test_full_text_search_matches_original_and_converted_values() -> None:
     ],
 )
 def test_bad_values_are_form_errors_naming_the_parameter(params: str, field: str) -> None:
-    fs = ConversationFilterSet(QueryDict(params), queryset=conversations_for_list())
+    fs = ConversationFilterSet(
+        QueryDict(params), queryset=conversations_for_list(EVERYTHING), scope=EVERYTHING
+    )
     assert not fs.is_valid()
     assert field in fs.errors
 
@@ -192,7 +202,7 @@ def test_related_conversations_are_found_by_the_labels_of_the_result_referencing
     # Their stored labels are not changed.
     assert "review" not in Conversation.objects.get(pk=adversarial).labels
     pieces = MessagePieceFilterSet(
-        QueryDict("label=review:manual"), queryset=MessagePiece.objects.all()
+        QueryDict("label=review:manual"), queryset=MessagePiece.objects.all(), scope=EVERYTHING
     )
     assert pieces.is_valid(), pieces.errors
     assert {p.conversation_id for p in pieces.qs} == {main, pruned, adversarial}

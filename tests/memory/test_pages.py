@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memory.lookups import search_document_sql
+from redteam.common.models import MediaBlob
 from redteam.common.pagination import encode_cursor
 from tests.memory.row_factories import (
     PieceSpec,
@@ -133,9 +134,9 @@ def test_list_query_count_is_constant(
     reviewer_client: Client, django_assert_num_queries: Any, n: int
 ) -> None:
     _conversations(n)
-    # session, user, user permissions, group permissions, one page of conversations (joined
-    # with the target identifier), class-name suggestions for the filter inputs.
-    with django_assert_num_queries(6):
+    # session, user, memberships, one page of conversations (joined with the target
+    # identifier), class-name suggestions for the filter inputs.
+    with django_assert_num_queries(5):
         response = reviewer_client.get(reverse(LIST) + "?label=operation:op&harm_category=violence")
     assert len(response.context["rows"]) == n
 
@@ -195,9 +196,9 @@ def test_identifier_page_query_count_is_constant(
         conv = make_conversation([[PieceSpec("x", converters=[core_converter()])]], target=target)
         make_attack_result(conv, atomic=core_atomic_attack(target=target))
     conv = make_conversation(1, target=target)
-    # session, user, 2 permissions; identifier; dumps; parents; conversations; attack
+    # session, user, memberships; identifier; dumps; parents; conversations; attack
     # results; converter uses; 0.13 piece uses; scores.
-    with django_assert_num_queries(12):
+    with django_assert_num_queries(11):
         response = reviewer_client.get(
             reverse("memory:identifier_detail", args=[conv.target_identifier_id])
         )
@@ -229,8 +230,15 @@ def test_identifier_diff_rejects_bad_hashes(reviewer_client: Client) -> None:
 # --- media ------------------------------------------------------------------------------------
 
 
+def _shown(blob: MediaBlob) -> MediaBlob:
+    """The blob, as the image of a stored piece (media is served to whoever sees a piece or
+    seed that refers to it)."""
+    make_conversation([[PieceSpec("/run/image.png", data_type="image_path", media=blob)]])
+    return blob
+
+
 def test_media_serves_images_inline_with_protective_headers(reviewer_client: Client) -> None:
-    blob = make_media()
+    blob = _shown(make_media())
     response = reviewer_client.get(reverse("memory:media", args=[blob.sha256]))
     assert response.status_code == 200
     assert response["Content-Type"] == "image/png"
@@ -244,14 +252,14 @@ def test_media_serves_images_inline_with_protective_headers(reviewer_client: Cli
 def test_media_never_renders_active_types_inline(
     reviewer_client: Client, content_type: str
 ) -> None:
-    blob = make_media(b"<svg onload=alert(1)>" + content_type.encode(), content_type)
+    blob = _shown(make_media(b"<svg onload=alert(1)>" + content_type.encode(), content_type))
     response = reviewer_client.get(reverse("memory:media", args=[blob.sha256]))
     assert response["Content-Type"] == "application/octet-stream"
     assert response["Content-Disposition"].startswith("attachment")
 
 
 def test_media_needs_login_and_a_known_digest(client: Client, reviewer: User) -> None:
-    blob = make_media()
+    blob = _shown(make_media())
     assert client.get(reverse("memory:media", args=[blob.sha256])).status_code == 302
     client.force_login(reviewer)
     assert client.get(reverse("memory:media", args=["0" * 64])).status_code == 404
@@ -307,9 +315,9 @@ def test_identifier_diff_query_count_is_constant(
         make_conversation(1),
         atomic=core_atomic_attack(converters=[core_converter(seed=i + 1) for i in range(n)]),
     )
-    # session, user, 2 permissions; both identifiers; their child rows, one query per tree
+    # session, user, memberships; both identifiers; their child rows, one query per tree
     # level below the roots (attack technique, attack, target + converters), shared by both.
-    with django_assert_num_queries(8):
+    with django_assert_num_queries(7):
         response = reviewer_client.get(
             reverse("memory:identifier_diff"),
             {"a": str(a.atomic_attack_identifier_id), "b": str(b.atomic_attack_identifier_id)},

@@ -5,6 +5,9 @@ The default output is PyRIT 0.13's `export_conversations` file: an indented JSON
 `model_dump(mode="json")` dicts instead. `--run` writes the whole run the filters select
 (conversations, pieces, scores, attack results, scenario results, seeds) as one 1.x ingest payload
 (redteam/site/run_export.py).
+
+A command is trusted: it exports every operation unless `--operation NAME` (repeatable) names
+the ones to export; every read goes through that scope (redteam.common.access.command_scope).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from memory.export import export_pieces_with_scores
 from memory.filters import MessagePieceFilterSet
 from memory.models import MessagePiece
 from memory.querysets import pieces_for_export
+from redteam.common.access import Scope, command_scope
 from redteam.site.run_export import select_run, write_run
 
 # Conversations exported per round trip: bounds memory for very large exports.
@@ -49,7 +53,8 @@ REPEATABLE |= {"outcome"}
 class Command(BaseCommand):
     help = (
         "Export message pieces as PyRIT JSON (0.13 export_conversations format by default). "
-        "Filters match the API's /api/v1/message-pieces/ parameters."
+        "Filters match the API's /api/v1/message-pieces/ parameters; --operation limits the "
+        "export to the named operations (default: every operation)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -59,6 +64,14 @@ class Command(BaseCommand):
             choices=["0.13", "1.x"],
             default=None,
             help="0.13: to_dict() with scores (default); 1.x: model_dump(mode='json').",
+        )
+        parser.add_argument(
+            "--operation",
+            dest="operations",
+            action="append",
+            default=[],
+            metavar="NAME",
+            help="Export only this operation's rows (repeatable; default: every operation).",
         )
         parser.add_argument(
             "--run",
@@ -81,7 +94,12 @@ class Command(BaseCommand):
         if options["run"] and options["shape"] == "0.13":
             raise CommandError("--run writes PyRIT 1.x shapes only; drop --shape 0.13.")
         options["shape"] = options["shape"] or ("1.x" if options["run"] else "0.13")
-        pieces = self._filtered(options)
+        try:
+            scope = command_scope(options["operations"])
+        except LookupError as exc:
+            raise CommandError(f"--operation: {exc}.") from None
+        options["scope"] = scope
+        pieces = self._filtered(options, scope)
         out_path: str = options["output"]
         if out_path == "-":
             count = self._export(lambda text: self.stdout.write(text, ending=""), pieces, options)
@@ -97,10 +115,11 @@ class Command(BaseCommand):
         if not options["run"]:
             return f"Exported {self._write(write, pieces, options)} message piece(s)."
         filtered = any(options.get(option) for option in FILTER_OPTIONS)
-        counts = write_run(write, select_run(pieces if filtered else None))
+        selection = select_run(pieces if filtered else None, scope=options["scope"])
+        counts = write_run(write, selection)
         return "Exported " + ", ".join(f"{n} {key}" for key, n in counts.items()) + "."
 
-    def _filtered(self, options: dict[str, Any]) -> QuerySet[MessagePiece]:
+    def _filtered(self, options: dict[str, Any], scope: Scope) -> QuerySet[MessagePiece]:
         data = QueryDict(mutable=True)
         for option, parameter in FILTER_OPTIONS.items():
             value = options.get(option)
@@ -109,7 +128,7 @@ class Command(BaseCommand):
                     data.appendlist(parameter, v)
             elif value not in (None, ""):
                 data[parameter] = value
-        filterset = MessagePieceFilterSet(data, queryset=MessagePiece.objects.all())
+        filterset = MessagePieceFilterSet(data, queryset=MessagePiece.objects.all(), scope=scope)
         if not filterset.is_valid():
             problems = "; ".join(
                 f"--{name.replace('_', '-')}: {' '.join(errors)}"
@@ -141,16 +160,17 @@ class Command(BaseCommand):
     ) -> int:
         # Written element by element, but byte-identical to json.dump(rows, f, indent=4).
         shape = options["shape"]
+        scope: Scope = options["scope"]
         count = 0
         write("[")
         ids = pieces.values("pk")
         for chunk in self._conversation_chunks(pieces):
             rows = (
-                pieces_for_export()
+                pieces_for_export(scope)
                 .filter(pk__in=ids, conversation_id__in=chunk)
                 .order_by("conversation_id", "sequence", "position")
             )
-            for row in export_pieces_with_scores(rows, shape):
+            for row in export_pieces_with_scores(rows, shape, scope=scope):
                 text = json.dumps(row, indent=4)
                 write(("," if count else "") + "\n    " + text.replace("\n", "\n    "))
                 count += 1
