@@ -419,7 +419,7 @@ def verdict(request: HttpRequest, attack_result_id: uuid.UUID) -> HttpResponse:
 def _visible_results(request: HttpRequest) -> AttackResultFilterSet:
     """The URL's filters over the attack results of the viewer's operations."""
     visible = attack_results_for_list(scope_for(request))
-    return AttackResultFilterSet(request.GET, queryset=visible)
+    return AttackResultFilterSet(request.GET, queryset=visible, request=request)
 
 
 def _result_rows(

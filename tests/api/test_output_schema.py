@@ -30,6 +30,7 @@ from memory.export import (
     export_score,
 )
 from memory.models import AttackResult, ComponentIdentifier, Conversation, Score
+from memory.ownership import mark_identifier_operations
 from memory.parsing_scenarios import SCENARIO_RESULT_KEYS_013, SCENARIO_RESULT_KEYS_1X
 from memory.querysets import (
     attack_results_for_export,
@@ -49,6 +50,8 @@ from memory.shapes import (
 )
 from redteam.client import path_id
 from redteam.common.access import Scope, user_scope
+from redteam.common.models import Operation
+from redteam.core.operations import UNASSIGNED
 from redteam.site.demo import build_demo_data, demo_payload
 from scoring.services import record_verdict
 from seeds.api.schema import SEED_CLASSES, SEED_KEYS_013, SEED_KEYS_1X
@@ -215,6 +218,8 @@ def corpus(api: APIClient, fixtures_dir: Path, reviewer: User) -> None:
         class_module="tests",
         children={"itself": CYCLIC_HASH, "gone": [MISSING_HASH]},
     )
+    # Used in an operation the reader belongs to, so its tree is visible.
+    mark_identifier_operations([(CYCLIC_HASH, Operation.objects.get(name=UNASSIGNED).pk)])
 
 
 def read_pages(api: APIClient, resource: str, params: dict[str, str]) -> Iterator[dict[str, Any]]:
