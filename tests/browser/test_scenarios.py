@@ -11,11 +11,14 @@ from io import StringIO
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import call_command
 from playwright.sync_api import expect
 
+from redteam.common.access import Writer
 from redteam.site.demo import build_demo_data
 from redteam.site.ingest import store_items
+from tests.access import grant
 from tests.browser.test_review import MARKERS, Guard
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("transactional_db")]
@@ -96,8 +99,10 @@ def test_hostile_scenario_text_is_shown_as_text_and_never_runs(
         error_message=MARKERS[0],
         labels={"operation": MARKERS[1], "operator": MARKERS[2]},
     )
-    [outcome] = store_items("scenario_results", [hostile])
+    [outcome] = store_items("scenario_results", [hostile], writer=Writer.trusted())
     assert outcome.status == "stored", outcome.errors
+    # The run named a new operation (its hostile label); the demo user is made its lead.
+    grant(User.objects.get(username="demo"), MARKERS[1], "lead")
 
     guard = Guard(live_server.url)
     page = guard.watch(demo_page(1280))
