@@ -7,15 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, Permission, User
+from django.contrib.auth.models import Permission, User
 from django.test.client import Client
 from django.urls import reverse
 
 from memory.models import AttackResult, MessagePiece
 from memory.services import store_attack_results, store_conversations, store_message_pieces
-from redteam.common.roles import READ_ONLY_GROUP
-from redteam.site.roles import ensure_roles
+from redteam.common.models import Operation
+from redteam.core.operations import UNASSIGNED
 from seeds.models import Seed, SeedDataset
+from tests import access
 
 from .factories import make_dataset, make_group, make_seed
 
@@ -27,9 +28,9 @@ HOSTILE = "<script>alert(1)</script>{{ 7*7 }}"
 @pytest.fixture
 def reader(client: Client) -> Client:
     """A logged-in read-only reviewer (may read the pages) without any seeds permission."""
-    ensure_roles()
+    Operation.objects.get_or_create(name=UNASSIGNED)
     user = User.objects.create_user("reader", password="pw-reader-123")
-    user.groups.add(Group.objects.get(name=READ_ONLY_GROUP))
+    access.grant_everywhere(user, "read-only")
     client.force_login(user)
     return client
 
@@ -88,13 +89,13 @@ def test_dataset_pages_cost_the_same_queries_at_3_and_30_groups(
     reader: Client, n: int, django_assert_num_queries: Any
 ) -> None:
     dataset = _dataset_with_groups(n)
-    # session; user; the user's and their groups' permissions (for the admin link); datasets
-    # with counts.
-    with django_assert_num_queries(5):
+    # session; user; memberships; the user's and their groups' permissions (for the admin
+    # link); datasets with counts.
+    with django_assert_num_queries(6):
         assert reader.get(reverse("seeds:dataset_list")).status_code == 200
-    # session; user; dataset; group count (paginator); groups page; their seeds; the user's
-    # and their groups' permissions (for the edit/export links).
-    with django_assert_num_queries(8):
+    # session; user; memberships; dataset; group count (paginator); groups page; their seeds;
+    # the user's and their groups' permissions (for the edit/export links).
+    with django_assert_num_queries(9):
         assert reader.get(reverse("seeds:dataset_detail", args=[dataset.pk])).status_code == 200
 
 
@@ -137,14 +138,14 @@ def memory_rows(fixtures_dir: Path) -> None:
     store_conversations(_read(root / "conversations.jsonl"))
     store_message_pieces(_read(root / "pieces.jsonl"))
     store_attack_results(_read(root / "attack_results.jsonl"))
+    access.catch_up()  # the promoter reads the operations the rows name
 
 
 @pytest.fixture
 def promoter(client: Client) -> tuple[Client, User]:
-    """A read-only reviewer who may also add seeds."""
-    ensure_roles()
+    """A read-only reviewer (of every operation) who may also add seeds."""
     user = User.objects.create_user("promoter", password="pw-promoter-123")
-    user.groups.add(Group.objects.get(name=READ_ONLY_GROUP))
+    access.grant_everywhere(user, "read-only")
     user.user_permissions.add(Permission.objects.get(codename="add_seed"))
     client.force_login(user)
     return client, user
