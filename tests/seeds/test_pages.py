@@ -13,10 +13,8 @@ from django.urls import reverse
 
 from memory.models import AttackResult, MessagePiece
 from memory.services import store_attack_results, store_conversations, store_message_pieces
-from redteam.common.models import Operation
-from redteam.core.operations import UNASSIGNED
 from seeds.models import Seed, SeedDataset
-from tests import access
+from tests.access import grant_everywhere
 
 from .factories import make_dataset, make_group, make_seed
 
@@ -28,9 +26,8 @@ HOSTILE = "<script>alert(1)</script>{{ 7*7 }}"
 @pytest.fixture
 def reader(client: Client) -> Client:
     """A logged-in read-only reviewer (may read the pages) without any seeds permission."""
-    Operation.objects.get_or_create(name=UNASSIGNED)
     user = User.objects.create_user("reader", password="pw-reader-123")
-    access.grant_everywhere(user, "read-only")
+    grant_everywhere(user, "read-only")
     client.force_login(user)
     return client
 
@@ -89,8 +86,8 @@ def test_dataset_pages_cost_the_same_queries_at_3_and_30_groups(
     reader: Client, n: int, django_assert_num_queries: Any
 ) -> None:
     dataset = _dataset_with_groups(n)
-    # session; user; memberships; the user's and their groups' permissions (for the admin
-    # link); datasets with counts.
+    # session; user; memberships (a role in some operation opens the library); the user's and
+    # their groups' permissions (for the admin link); datasets with counts.
     with django_assert_num_queries(6):
         assert reader.get(reverse("seeds:dataset_list")).status_code == 200
     # session; user; memberships; dataset; group count (paginator); groups page; their seeds;
@@ -138,14 +135,13 @@ def memory_rows(fixtures_dir: Path) -> None:
     store_conversations(_read(root / "conversations.jsonl"))
     store_message_pieces(_read(root / "pieces.jsonl"))
     store_attack_results(_read(root / "attack_results.jsonl"))
-    access.catch_up()  # the promoter reads the operations the rows name
 
 
 @pytest.fixture
 def promoter(client: Client) -> tuple[Client, User]:
-    """A read-only reviewer (of every operation) who may also add seeds."""
+    """A read-only reviewer who may also add seeds."""
     user = User.objects.create_user("promoter", password="pw-promoter-123")
-    access.grant_everywhere(user, "read-only")
+    grant_everywhere(user, "read-only")
     user.user_permissions.add(Permission.objects.get(codename="add_seed"))
     client.force_login(user)
     return client, user
