@@ -12,7 +12,9 @@ the nodes of a visible identifier's tree) share its visibility.
 
 from __future__ import annotations
 
-from django.db.models import Exists, OuterRef, Prefetch, QuerySet, TextField
+from collections.abc import Collection
+
+from django.db.models import Prefetch, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from memory.models import (
@@ -218,27 +220,34 @@ def scenario_result_for_detail(scope: Scope) -> QuerySet[ScenarioResult]:
     )
 
 
-def media_visible_to(scope: Scope) -> QuerySet[MediaBlob]:
-    """Stored media the scope may fetch: bytes a visible piece links (original or converted
-    media, or its converted value's sha256), any seed links (seeds are the shared library),
-    or that visible scored content names.
+def media_visible_to(scope: Scope, hashes: Collection[str]) -> QuerySet[MediaBlob]:
+    """The stored blobs among `hashes` that the scope may fetch: bytes a visible piece links
+    (original or converted media, or its converted value's sha256), any seed links (seeds
+    are the shared library), or visible scored content names.
 
-    One query with the blob; each reference is an indexed EXISTS (the media links' partial
-    indexes, piece_csha_idx, the seed's media and value_sha256 indexes, the content's).
+    One query. Each reference is looked up by the given hashes (constants, so every lookup
+    is an index scan: the media links' partial indexes, piece_csha_idx, the seeds' media and
+    value_sha256 indexes, the content's value_sha256), then joined to the scope's operations.
     """
-    blobs = MediaBlob.objects.all()
+    wanted = sorted(set(hashes))
+    blobs = MediaBlob.objects.filter(sha256__in=wanted)
     if scope.everything:
         return blobs
-    sha = OuterRef("sha256")
     pieces = MessagePiece.objects.visible_to(scope)
-    return blobs.filter(
-        Exists(pieces.filter(converted_media=sha))
-        | Exists(pieces.filter(original_media=sha))
-        | Exists(pieces.filter(converted_value_sha256=sha))
-        | Exists(Seed.objects.filter(media=sha))
-        | Exists(Seed.objects.filter(value_sha256=sha))
-        | Exists(ScorableContent.objects.visible_to(scope).filter(value_sha256=sha))
+    referenced = (
+        pieces.filter(converted_media__in=wanted).values("converted_media"),
+        pieces.filter(original_media__in=wanted).values("original_media"),
+        pieces.filter(converted_value_sha256__in=wanted).values("converted_value_sha256"),
+        Seed.objects.filter(media__in=wanted).values("media"),
+        Seed.objects.filter(value_sha256__in=wanted).values("value_sha256"),
+        ScorableContent.objects.visible_to(scope)
+        .filter(value_sha256__in=wanted)
+        .values("value_sha256"),
     )
+    condition = Q()
+    for rows in referenced:
+        condition |= Q(sha256__in=rows)
+    return blobs.filter(condition)
 
 
 # --- export shapes (memory/export.py, the API, redteam/site/run_export.py) ----------------

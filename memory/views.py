@@ -217,7 +217,7 @@ def identifier_diff(request: HttpRequest) -> HttpResponse:
 def media(request: HttpRequest, sha256: str) -> HttpResponseBase:
     """Uploaded media bytes by sha256, inline only for safe image/audio/video types; 404 unless
     a piece or scored content of the viewer's operations, or a seed, refers to them."""
-    return media_response(sha256, blobs=media_visible_to(scope_for(request)))
+    return media_response(sha256, blobs=media_visible_to(scope_for(request), [sha256]))
 
 
 @login_required

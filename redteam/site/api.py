@@ -384,7 +384,7 @@ class MediaUploadView(APIView):
 
         # "Already stored" only for bytes the key could fetch: bytes of another operation
         # count as new, so the answer confirms nothing about what others uploaded.
-        existed = media_visible_to(scope_for(request)).filter(sha256=digest).exists()
+        existed = media_visible_to(scope_for(request), [digest]).exists()
         blob = store_media(
             data,
             filename=upload.name or "",
@@ -431,7 +431,7 @@ class MediaMissingView(APIView):
         bad = [h for h in hashes if not is_sha256(h)]
         if bad:
             return _problem("Every sha256 must be 64 lowercase hex characters.", 400)
-        visible = media_visible_to(scope_for(request)).filter(sha256__in=hashes)
+        visible = media_visible_to(scope_for(request), hashes)
         present = set(visible.values_list("sha256", flat=True))
         missing = [h for h in dict.fromkeys(hashes) if h not in present]
         return Response({"missing": missing})
@@ -458,4 +458,4 @@ class MediaDetailView(APIView):
     def get(self, request: Request, sha256: str) -> FileResponse:
         """Stream the blob (the page's response, redteam.common.media); 404 when unknown or
         not visible to the key."""
-        return media_response(sha256, blobs=media_visible_to(scope_for(request)))
+        return media_response(sha256, blobs=media_visible_to(scope_for(request), [sha256]))
