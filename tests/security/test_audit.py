@@ -172,11 +172,9 @@ def test_verdict_recorded_on_the_review_page_is_audited_with_the_reviewer(
 ) -> None:
     import json
 
-    from redteam.site.roles import ensure_roles
-
     from memory.models import AttackResult
-    from redteam.common.roles import REVIEWER_GROUP
     from redteam.site.ingest import ingest_batch
+    from tests.access import grant_everywhere
 
     base = fixtures_dir / "pyrit-1.1"
 
@@ -191,11 +189,8 @@ def test_verdict_recorded_on_the_review_page_is_audited_with_the_reviewer(
         }
     )
     assert report.errors == 0
-    ensure_roles()
-    from django.contrib.auth.models import Group
-
     reviewer = get_user_model().objects.create_user("judge")
-    reviewer.groups.add(Group.objects.get(name=REVIEWER_GROUP))
+    grant_everywhere(reviewer, "reviewer")
     client = Client()
     client.force_login(reviewer)
     result = AttackResult.objects.order_by("pk").first()

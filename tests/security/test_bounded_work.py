@@ -21,16 +21,13 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import resolve, reverse
-from redteam.site.roles import ensure_roles
 
 from memory.models import AttackResult, ComponentIdentifier
 from redteam.client import path_id
 from redteam.common.idpath import decode_id
 from redteam.common.models import ApiKey
-from redteam.common.roles import REVIEWER_GROUP
 from redteam.common.templatetags.display import first_items, more_count, visible
 from redteam.core.textview import MAX_STAND_INS, visible_segments, word_diff
 from redteam.core.trees import (
@@ -40,7 +37,7 @@ from redteam.core.trees import (
     rebuild_from_rows,
     tree_from_dump,
 )
-from tests.access import bind_everywhere
+from tests.access import bind_everywhere, grant_everywhere
 from tests.security import hostile_payloads as hp
 
 pytestmark = pytest.mark.django_db
@@ -51,9 +48,8 @@ NODE_CEILING = MAX_TREE_NODES + MAX_TREE_DEPTH + 2
 @pytest.fixture
 def reviewer(db: None) -> Client:
     """A reviewer's session; a request that raises fails the test instead of being a 500."""
-    ensure_roles()
     user = get_user_model().objects.create_user("bounded-reviewer")
-    user.groups.add(Group.objects.get(name=REVIEWER_GROUP))
+    grant_everywhere(user, "reviewer")
     client = Client(raise_request_exception=True)
     client.force_login(user)
     return client

@@ -25,15 +25,12 @@ from typing import Any
 import pytest
 import yaml
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
-from redteam.site.roles import ensure_roles
 
 from memory.models import AttackResult, Conversation, MessagePiece
 from redteam.common.models import ApiKey
-from redteam.common.roles import REVIEWER_GROUP
-from tests.access import bind_everywhere
+from tests.access import bind_everywhere, grant_everywhere
 from tests.reliability.payloads import make_piece
 
 pytestmark = pytest.mark.django_db
@@ -192,9 +189,8 @@ def _corpus(payloads: list[str], canary: Canary, media_root: Path) -> list[dict[
 
 @pytest.fixture
 def reviewer_client(db: None) -> Client:
-    ensure_roles()
     user = get_user_model().objects.create_user("hostile-reviewer")
-    user.groups.add(Group.objects.get(name=REVIEWER_GROUP))
+    grant_everywhere(user, "reviewer")
     client = Client(raise_request_exception=True)
     client.force_login(user)
     return client
