@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 
-from redteam.common.models import ApiKey
+from redteam.common.models import ApiKey, OperationRole
 from tests.access import bind_everywhere, grant_everywhere
 from tests.api.pyrit_fixtures import SCENARIO_FIXTURES
 
@@ -31,28 +31,35 @@ class Roles:
 
 @pytest.fixture
 def roles(db: None) -> Roles:
-    """anonymous, read-only key, ingest-only key, revoked key, and session users by role."""
+    """anonymous, read-only key, ingest-only key, revoked key, and session users by role.
+
+    Keys are bound to every operation of the test (their owner a reviewer there), members hold
+    their role in every operation (tests.access), so each row the matrix names is visible to
+    every role that may read at all: a 404 never stands in for a refusal. `norole_user` is a
+    member of nothing; `staff` is a superuser.
+    """
     users_model = get_user_model()
     owner = users_model.objects.create_user("key-owner")
-    keys = {
-        "read_key": _bound_key(owner, "r", ["read"]),
-        "ingest_key": _bound_key(owner, "i", ["ingest"]),
-    }
-    revoked, secret = ApiKey.objects.create_key(name="x", user=owner, scopes=["ingest", "read"])
-    bind_everywhere(revoked)
+    read_key, read_secret = ApiKey.objects.create_key(name="r", user=owner, scopes=["read"])
+    ingest_key, ingest_secret = ApiKey.objects.create_key(name="i", user=owner, scopes=["ingest"])
+    revoked, revoked_secret = ApiKey.objects.create_key(
+        name="x", user=owner, scopes=["ingest", "read"]
+    )
+    for key in (read_key, ingest_key, revoked):
+        bind_everywhere(key, OperationRole.REVIEWER)
     revoked.revoked = True
     revoked.save()
-    keys["revoked_key"] = secret
-    reviewer = users_model.objects.create_user("reviewer")
-    grant_everywhere(reviewer, "reviewer")
-    readonly = users_model.objects.create_user("readonly")
-    grant_everywhere(readonly, "read-only")
-    users = {
-        "norole_user": users_model.objects.create_user("norole"),
-        "readonly_user": readonly,
-        "reviewer": reviewer,
-        "staff": users_model.objects.create_superuser("staff", "staff@example.org", "pw"),
-    }
+    keys = {"read_key": read_secret, "ingest_key": ingest_secret, "revoked_key": revoked_secret}
+    users: dict[str, Any] = {"norole_user": users_model.objects.create_user("norole")}
+    for name, role in (
+        ("readonly_user", OperationRole.READ_ONLY),
+        ("reviewer", OperationRole.REVIEWER),
+        ("adjudicator", OperationRole.ADJUDICATOR),
+        ("lead", OperationRole.LEAD),
+    ):
+        users[name] = users_model.objects.create_user(name)
+        grant_everywhere(users[name], role)
+    users["staff"] = users_model.objects.create_superuser("staff", "staff@example.org", "pw")
     return Roles(keys=keys, users=users)
 
 

@@ -33,31 +33,36 @@ ROLES = (
     "norole_user",
     "readonly_user",
     "reviewer",
+    "adjudicator",
+    "lead",
     "staff",
 )
 A, D = "allowed", "denied"
 
-# Who may do what, per class of URL (columns in ROLES order).
+# Who may do what, per class of URL (columns in ROLES order). Keys are bound to operations
+# and members hold their role in every operation (tests/security/conftest.py): a column is
+# what the role may do with rows it can see; tests/security/test_operation_isolation.py
+# checks that nothing of another operation is seen.
 EXPECTED: dict[str, tuple[str, ...]] = {
     # Reachable by anyone: liveness and the login form.
-    "public": (A, A, A, A, A, A, A, A),
-    # API reads: a key with "read", or a browser session with a review role (or staff).
-    "api_read": (D, A, D, D, D, A, A, A),
+    "public": (A, A, A, A, A, A, A, A, A, A),
+    # API reads: a key with "read", or a browser session with a role in an operation.
+    "api_read": (D, A, D, D, D, A, A, A, A, A),
     # API writes: a key with "ingest", or a staff session (CSRF-checked).
-    "api_ingest": (D, D, A, D, D, D, D, A),
+    "api_ingest": (D, D, A, D, D, D, D, D, D, A),
     # The landing page: any logged-in account (it shows no data).
-    "page_login": (D, D, D, D, A, A, A, A),
-    # Review pages: a review role (reviewer or read-only) or a superuser; keys never log in.
-    "page_read": (D, D, D, D, D, A, A, A),
-    # Recording a human verdict: reviewers (memory.record_verdict) and superusers.
-    "page_verdict": (D, D, D, D, D, D, A, A),
+    "page_login": (D, D, D, D, A, A, A, A, A, A),
+    # Review pages: a role in some operation, or a superuser; keys never log in.
+    "page_read": (D, D, D, D, D, A, A, A, A, A),
+    # Recording a human verdict: reviewers and above in the result's operation, superusers.
+    "page_verdict": (D, D, D, D, D, D, A, A, A, A),
     # Promoting a piece into a seed dataset: seeds.add_seed (curators, superusers).
-    "page_curate": (D, D, D, D, D, D, D, A),
+    "page_curate": (D, D, D, D, D, D, D, D, D, A),
     # The Django admin: staff only.
-    "admin": (D, D, D, D, D, D, D, A),
+    "admin": (D, D, D, D, D, D, D, D, D, A),
     # Admin views nobody may use: adding or deleting ingested (read-only) rows and audit
     # events, and the autocomplete endpoint when called without its parameters.
-    "closed": (D, D, D, D, D, D, D, D),
+    "closed": (D, D, D, D, D, D, D, D, D, D),
 }
 
 # url name (or route for unnamed patterns) -> (class, method)
@@ -252,7 +257,7 @@ def test_access_matrix(roles: Roles, memory: Memory) -> None:
                     f"{method} {path} [{kind}] as {role}: {response.status_code} {outcome}"
                 )
     assert wrong == [], "\n".join(wrong)
-    assert checked >= 8 * 100  # the admin alone has over a hundred URLs
+    assert checked >= len(ROLES) * 100  # the admin alone has over a hundred URLs
 
 
 def test_revoked_key_fails_on_the_very_next_request(roles: Roles) -> None:
