@@ -63,13 +63,6 @@ def roles(db: None) -> Roles:
     return Roles(keys=keys, users=users)
 
 
-def _bound_key(owner: Any, name: str, scopes: list[str]) -> str:
-    """A key of `owner` in every operation of the test (see tests.access.bind_everywhere)."""
-    row, secret = ApiKey.objects.create_key(name=name, user=owner, scopes=scopes)
-    bind_everywhere(row)
-    return secret
-
-
 def _jsonl(path: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]

@@ -197,7 +197,6 @@ def test_verdict_recorded_on_the_review_page_is_audited_with_the_reviewer(
 
     from memory.models import AttackResult
     from redteam.site.ingest import ingest_batch
-    from tests.access import grant_everywhere
 
     base = fixtures_dir / "pyrit-1.1"
 
