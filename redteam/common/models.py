@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from rest_framework_api_key.models import AbstractAPIKey, APIKeyManager
 
-from redteam.common.fields import ExactCharField
+from redteam.common.fields import ExactCharField, ExactJSONField
 from redteam.core.digests import SHA256_ANCHORED
 from redteam.core.operations import (
     OPERATION_NAME_MAX,
@@ -306,8 +306,10 @@ class AuditEvent(models.Model):
     actor_name = models.CharField(max_length=150, blank=True, default="")
     action = models.CharField(max_length=64, db_index=True)
     object_type = models.CharField(max_length=64)
-    object_id = models.CharField(max_length=255, db_index=True)
-    detail = models.JSONField(default=dict, blank=True)
+    # Exact fields: audited values come from ingested data (operation names, labels) and may
+    # hold NUL, which PostgreSQL's text and jsonb cannot store as such.
+    object_id = ExactCharField(max_length=255, db_index=True)
+    detail = ExactJSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-at", "-id"]
