@@ -39,11 +39,15 @@ from redteam.core.outcomes import FieldError
 from redteam.core.trees import MAX_TREE_DEPTH, child_hashes
 
 __all__ = [
+    "NOT_WRITABLE",
     "ConversationPlacer",
-    "WriteRefused",
+    "LabelRefused",
+    "default_operation",
     "label_field",
     "mark_identifier_operations",
+    "move_conversations",
     "named_operation",
+    "preload",
 ]
 
 NOT_WRITABLE = "belongs to an operation this sender may not write to"
@@ -55,8 +59,8 @@ def label_field(prefix: str = "") -> str:
 
 
 def named_operation(labels: Any, writer: Writer, prefix: str = "") -> int | None:
-    """The id of the operation `labels` names (None: none named); raises FieldError-bearing
-    WriteRefused for a bad or forbidden name."""
+    """The id of the operation `labels` names (None: none named); raises LabelRefused (with
+    the per-item error) for a bad or forbidden name."""
     try:
         name = labelled_operation(labels)
     except OperationLabelError as exc:

@@ -16,6 +16,7 @@ from memory.ownership import (
     NOT_WRITABLE,
     ConversationPlacer,
     LabelRefused,
+    label_field,
     named_operation,
     preload,
 )
@@ -327,7 +328,7 @@ def _decide_pieces(
         piece = entry.parsed
         try:
             named = named_operation(piece.row["labels"], writer, prefix)
-            placer.place(piece.row["conversation_id"], named, f"{prefix}labels.operation")
+            placer.place(piece.row["conversation_id"], named, label_field(prefix))
         except LabelRefused as refused:
             entry.status = None
             entry.errors.append(refused.error)

@@ -118,12 +118,6 @@ def _access(scope: Scope, result: AttackResult) -> dict[str, Any]:
     }
 
 
-def _records_verdicts(scope: Scope) -> bool:
-    """True when the viewer may record verdicts in at least one (live) operation."""
-    allowed = scope.verdict_operation_ids()
-    return allowed is None or bool(allowed)
-
-
 def _promote_context(user: User) -> dict[str, Any]:
     """The promote-a-piece form target and dataset names (one query), if allowed."""
     if not user.has_perm(PROMOTE_PERMISSION):
@@ -460,7 +454,7 @@ def review_queue(request: HttpRequest) -> HttpResponse:
     view = request.GET.get("view") or "unreviewed"
     if view not in REVIEW_VIEWS:
         return HttpResponseBadRequest("Unknown queue.")
-    extra = {"view": view, "can_verdict": _records_verdicts(scope_for(request))}
+    extra = {"view": view, "can_verdict": scope_for(request).records_any_verdicts()}
     return _render_result_page(request, view, "scoring/review_queue.html", extra)
 
 
@@ -636,7 +630,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     scope = scope_for(request)
     # The rebuild recounts every operation at once (one watermark for all): it reveals no
     # count, so any reviewer may trigger it.
-    can_refresh = _records_verdicts(scope)
+    can_refresh = scope.records_any_verdicts()
     if request.method == "POST":
         if not can_refresh:
             raise PermissionDenied("Refreshing the dashboard needs the reviewer role.")

@@ -70,17 +70,6 @@ def bind_everywhere(api_key: ApiKey, role: str = "reviewer") -> ApiKey:
     return api_key
 
 
-def catch_up() -> None:
-    """Give the users and keys registered for every operation the operations created without
-    a save signal: in-process ingestion creates the operations labels name in bulk."""
-    operations = list(Operation.objects.all())
-    for user, role in list(_EVERYWHERE.items()):
-        for operation in operations:
-            grant(user, operation, role)
-    for key in _KEYS:
-        key.operations.add(*operations)
-
-
 def _on_operation_saved(sender: Any, instance: Operation, created: bool, **kwargs: Any) -> None:
     if not created:
         return

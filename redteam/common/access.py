@@ -116,6 +116,11 @@ class Scope:
             if op not in self.archived and ROLE_RANK[role] >= ROLE_RANK[OperationRole.REVIEWER]
         )
 
+    def records_any_verdicts(self) -> bool:
+        """True when the caller may record verdicts in at least one operation."""
+        allowed = self.verdict_operation_ids()
+        return allowed is None or bool(allowed)
+
     def q(self, path: str) -> Q:
         """A filter keeping rows whose operation (reached by `path`) is readable."""
         if self.everything:

@@ -11,7 +11,6 @@ from django.urls import reverse
 
 from memory.models import AttackResult, ScenarioResult, ScorableContent
 from redteam.site.ingest import ingest_batch
-from tests import access
 from tests.api.pyrit_fixtures import SCENARIO_FIXTURES, read_jsonl, renumbered, scenario_rows
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +22,6 @@ FAILED = "6d4f2a1b-9c8e-4f3b-8d72-1e3a5b7c9f21"
 def load(rows: list[dict[str, Any]]) -> None:
     report = ingest_batch({"scenario_results": rows})
     assert report.errors == 0, [o.errors for o in report.outcomes if o.errors]
-    access.catch_up()  # the rows name operations the users join
 
 
 def test_scenario_list_shows_runs_with_state_and_success_rate(reader_client: Client) -> None:
