@@ -6,11 +6,13 @@ keeps it apart from automated scores so both can be shown side by side.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
-from redteam.common.access import ScopedQuerySet
-from redteam.common.fields import ExactCharField
+from redteam.common.access import Scope, ScopedQuerySet
+from redteam.common.fields import ExactCharField, ExactTextField
 from redteam.common.models import Operation
+from scoring.verdict_fields import VerdictFields
 
 
 class OutcomeTally(models.Model):
@@ -70,3 +72,62 @@ class TallySnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"tallies up to {self.watermark:%Y-%m-%d %H:%M:%S}"
+
+
+class ReviewQueueQuerySet(ScopedQuerySet["ReviewQueue"]):
+    """Queues a viewer sees: the team-wide ones and those of the viewer's operations."""
+
+    def scope_filter(self, scope: Scope) -> models.Q:
+        """Team-wide queues (no operation) plus the scope's operations' queues."""
+        return models.Q(operation__isnull=True) | super().scope_filter(scope)
+
+
+class ReviewQueue(models.Model):
+    """A named review queue: a saved filter of the attack-results list, with instructions and
+    the verdict fields it asks for.
+
+    `filters` holds the results list's query parameters as {name: [values]} (the same names
+    the list's URL uses, validated by memory.filters.AttackResultFilterSet); an item opened
+    from the queue is walked in the list's order (newest ingested first). A queue tied to an
+    operation is seen only by that operation's members; one without is seen by everyone, and
+    each viewer walks only the results of their own operations.
+    """
+
+    name = ExactCharField(max_length=120, unique=True)
+    slug = models.SlugField(max_length=80, unique=True)
+    operation = models.ForeignKey(
+        Operation, null=True, blank=True, on_delete=models.CASCADE, related_name="review_queues"
+    )
+    instructions = ExactTextField(blank=True, default="", help_text="Markdown.")
+    filters = models.JSONField(default=dict, blank=True)
+    # The review's restriction: every item, only those without a human verdict yet, or only
+    # those whose verdict contradicts the automated outcome (scoring.review.REVIEW_VIEWS).
+    review = ExactCharField(max_length=16, blank=True, default="unreviewed")
+    ask_true_false = models.BooleanField(default=True)
+    ask_scale = models.BooleanField(default=False)
+    categories = models.JSONField(default=list, blank=True)
+    ask_notes = models.BooleanField(default=False)
+    archived = models.BooleanField(default=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ReviewQueueQuerySet.as_manager()
+    scope_path = "operation"
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return str(self.name)
+
+    def verdict_fields(self) -> VerdictFields:
+        """The fields this queue's review form asks for."""
+        return VerdictFields(
+            true_false=self.ask_true_false,
+            scale=self.ask_scale,
+            categories=tuple(str(c) for c in (self.categories or [])),
+            notes=self.ask_notes,
+        )
