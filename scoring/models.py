@@ -108,6 +108,9 @@ class ReviewQueue(models.Model):
     categories = models.JSONField(default=list, blank=True)
     ask_notes = models.BooleanField(default=False)
     archived = models.BooleanField(default=False)
+    # The built-in queues (unreviewed, disagree, reviewed: no filter) are made by a migration
+    # and cannot be deleted or renamed.
+    builtin = models.BooleanField(default=False, editable=False)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -131,3 +134,42 @@ class ReviewQueue(models.Model):
             categories=tuple(str(c) for c in (self.categories or [])),
             notes=self.ask_notes,
         )
+
+
+class ReviewClaim(models.Model):
+    """An attack result opened from a queue, held for one reviewer until `expires_at`.
+
+    One claim per result whatever the queue: while it holds, "next" skips the result for
+    every other reviewer. Expired claims are ignored (and replaced by the next claimant).
+    """
+
+    attack_result = models.OneToOneField(
+        "memory.AttackResult", on_delete=models.CASCADE, related_name="review_claim"
+    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    queue = models.ForeignKey(
+        ReviewQueue, null=True, blank=True, on_delete=models.SET_NULL, related_name="claims"
+    )
+    claimed_at = models.DateTimeField()
+    expires_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.attack_result_id} held until {self.expires_at:%H:%M:%S}"
+
+
+class ReviewSkip(models.Model):
+    """A reviewer passed over an item of a queue: it moves to the end of that queue."""
+
+    queue = models.ForeignKey(ReviewQueue, on_delete=models.CASCADE, related_name="skips")
+    attack_result = models.ForeignKey(
+        "memory.AttackResult", on_delete=models.CASCADE, related_name="review_skips"
+    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    reason = ExactCharField(max_length=500, blank=True, default="")
+    skipped_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["queue", "attack_result"], name="review_skip_item")]
+
+    def __str__(self) -> str:
+        return f"{self.attack_result_id} skipped in {self.queue_id}"
