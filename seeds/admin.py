@@ -22,11 +22,13 @@ from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 from simple_history.admin import SimpleHistoryAdmin
 
+from redteam.common.fields import ExactJSONField
 from redteam.core.visible import visible_text
 from seeds import admin_views, services
 from seeds.admin_views import export_problems_reported, shown_with_count, yaml_download
 from seeds.forms import (
     DESCRIPTION_FIELDS,
+    JSON_FORM_FIELD,
     PROMPT_FIELDS,
     SIMULATION_FIELDS,
     HarmCategoryForm,
@@ -92,6 +94,7 @@ class _ServiceInline(admin.TabularInline[Seed, Any]):
     model = Seed
     form = InlineSeedForm
     formset = SeedInlineFormSet
+    formfield_overrides = {ExactJSONField: JSON_FORM_FIELD}
     extra = 0
     show_change_link = True
     ordering = ["group_id", "position", "id"]
@@ -120,7 +123,8 @@ class SeedInDatasetInline(_ServiceInline):
 
     fk_name = "dataset"
     raw_id_fields = ["group"]
-    fields = ["group", *SeedInGroupInline.fields]
+    # The value's hash is left to the group and seed pages, so the row fits 1280 px.
+    fields = ["group", *(f for f in SeedInGroupInline.fields if f != "value_sha256")]
 
 
 class GroupInDatasetInline(admin.TabularInline[SeedGroup, SeedDataset]):
@@ -138,6 +142,11 @@ class GroupInDatasetInline(admin.TabularInline[SeedGroup, SeedDataset]):
 @admin.register(SeedDataset)
 class SeedDatasetAdmin(SimpleHistoryAdmin):
     """Datasets: counts in the list, seeds and groups inline, import and export."""
+
+    formfield_overrides = {ExactJSONField: JSON_FORM_FIELD}
+
+    class Media:
+        css = {"all": ["seeds/admin.css"]}
 
     list_display = ["shown_name", "seed_count", "group_count", "short_description", "updated_at"]
     search_fields = ["dataset_name", "name", "description"]
@@ -316,6 +325,11 @@ def _save_inline(
 class SeedGroupAdmin(SimpleHistoryAdmin):
     """Groups: their seeds inline in PyRIT's order, with the group rules checked on save."""
 
+    formfield_overrides = {ExactJSONField: JSON_FORM_FIELD}
+
+    class Media:
+        css = {"all": ["seeds/admin.css"]}
+
     list_display = ["__str__", "dataset", "seed_count", "pyrit_class", "prompt_group_id"]
     list_filter = ["dataset"]
     list_select_related = ["dataset"]
@@ -374,6 +388,8 @@ class SeedGroupAdmin(SimpleHistoryAdmin):
 @admin.register(Seed)
 class SeedAdmin(SimpleHistoryAdmin):
     """Seeds: search, filters, bulk actions, media upload and preview, template preview."""
+
+    formfield_overrides = {ExactJSONField: JSON_FORM_FIELD}
 
     form = SeedForm
     list_display = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import forms
@@ -18,6 +19,31 @@ MAX_IMPORT_FILES = 50
 MAX_PROMPT_FILE_BYTES = 2 * 1024 * 1024
 MAX_IMPORT_TOTAL_BYTES = getattr(settings, "REDTEAM_SEED_IMPORT_MAX_BYTES", 10 * 1024 * 1024)
 MAX_PREVIEW_PARAMETER_CHARS = 20_000
+
+
+class PrettyJSONField(forms.JSONField):
+    """A JSON value edited as indented text (two spaces), checked when posted.
+
+    Invalid JSON is a form error on the field ("Enter a valid JSON."), shown with the text as
+    typed; a valid value is shown again indented, whatever spacing it was typed with.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["widget"] = forms.Textarea(attrs={"rows": 4, "class": "json-field"})
+        super().__init__(*args, **kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        """The value as indented JSON (text the user typed that is not JSON: as typed)."""
+        if isinstance(value, forms.fields.InvalidJSONInput):
+            return value
+        text = json.dumps(value, indent=2, ensure_ascii=False, cls=self.encoder)
+        lines = text.count("\n") + 1
+        self.widget.attrs["rows"] = max(2, min(lines, 16))
+        return text
+
+
+# Every JSON column of the seed models, in every admin form and inline row.
+JSON_FORM_FIELD = {"form_class": PrettyJSONField}
 
 
 def _add_rule_errors(form: forms.BaseForm, errors: list[tuple[Any, Any]]) -> None:
