@@ -31,7 +31,7 @@ from memory.models import (
     PieceConverter,
     Score,
 )
-from memory.promote import NotVisible, promote_piece_to_seed
+from memory.promote import NotVisible, preview_promotion, promote_piece_to_seed
 from memory.querysets import (
     conversations_for_list,
     identifier_tree,
@@ -224,7 +224,9 @@ def media(request: HttpRequest, sha256: str) -> HttpResponseBase:
 @permission_required("seeds.add_seed", raise_exception=True)
 @require_POST
 def promote_piece(request: HttpRequest) -> HttpResponse:
-    """Make a seed of a conversation piece (POST: piece_id, dataset, seed_type, ...).
+    """Make a seed of a conversation piece (POST: piece_id, dataset, seed_type, ...), in two
+    steps: the first POST shows the seed exactly as it would be stored; the second, with
+    confirm=yes, stores it.
 
     `dataset` is a dataset id, or `dataset_name` names one (created if the user may add
     datasets). `attack_result_id` and `next` (a same-site URL to return to) are optional.
@@ -235,17 +237,48 @@ def promote_piece(request: HttpRequest) -> HttpResponse:
         back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ):
         back = ""
+    seed_type = request.POST.get("seed_type") or "prompt"
     try:
+        piece_id = _uuid(request.POST.get("piece_id"), "piece")
+        attack_result_id = (
+            _uuid(request.POST.get("attack_result_id"), "attack result")
+            if request.POST.get("attack_result_id")
+            else None
+        )
+        # First step: the seed exactly as it would be stored, nothing written yet.
+        if request.POST.get("confirm") != "yes":
+            previewed = _chosen_dataset(request, create=False)
+            preview = preview_promotion(
+                piece_id=piece_id,
+                dataset=previewed,
+                dataset_name=previewed.dataset_name
+                if previewed
+                else (request.POST.get("dataset_name") or "").strip(),
+                seed_type=seed_type,
+                user=request.user,
+                scope=scope_for(request),
+                attack_result_id=attack_result_id,
+            )
+            return render(
+                request,
+                "seeds/promote_preview.html",
+                {
+                    "preview": preview,
+                    "piece_id": piece_id,
+                    "attack_result_id": attack_result_id,
+                    "seed_type": seed_type,
+                    "next": back,
+                },
+            )
         dataset = _chosen_dataset(request)
+        assert dataset is not None
         result = promote_piece_to_seed(
-            piece_id=_uuid(request.POST.get("piece_id"), "piece"),
+            piece_id=piece_id,
             dataset=dataset,
-            seed_type=request.POST.get("seed_type") or "prompt",
+            seed_type=seed_type,
             user=request.user,
             scope=scope_for(request),
-            attack_result_id=_uuid(request.POST.get("attack_result_id"), "attack result")
-            if request.POST.get("attack_result_id")
-            else None,
+            attack_result_id=attack_result_id,
         )
     except NotVisible as exc:
         raise Http404(str(exc)) from None
@@ -268,7 +301,9 @@ def _uuid(value: str | None, what: str) -> uuid.UUID:
         raise ValueError(f"not a valid {what} id.") from None
 
 
-def _chosen_dataset(request: HttpRequest) -> SeedDataset:
+def _chosen_dataset(request: HttpRequest, *, create: bool = True) -> SeedDataset | None:
+    """The dataset a promotion names (by id, or by a name created if allowed; None for a new
+    name when `create` is false: the preview creates nothing)."""
     raw_id = (request.POST.get("dataset") or "").strip()
     if raw_id:
         if not raw_id.isdigit():
@@ -285,6 +320,8 @@ def _chosen_dataset(request: HttpRequest) -> SeedDataset:
         return dataset
     if not request.user.has_perm("seeds.add_seeddataset"):
         raise ValueError("no such dataset, and you may not create one.")
+    if not create:
+        return None
     dataset = SeedDataset(dataset_name=name)
     dataset._history_user = request.user  # type: ignore[attr-defined]
     dataset.save()

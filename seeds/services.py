@@ -491,14 +491,17 @@ class PromotedValue:
     source_attack_result_id: uuid.UUID | str | None
 
 
-@transaction.atomic
-def add_promoted_seed(
-    *, source: PromotedValue, dataset: SeedDataset, seed_type: str, user: User
-) -> PromoteResult:
-    """Make a prompt or objective seed of a reviewed value in ``dataset``.
-
-    An identical standalone seed already in the dataset is returned instead of a duplicate.
-    """
+def promoted_seed(
+    *,
+    source: PromotedValue,
+    dataset: SeedDataset | None,
+    dataset_name: str,
+    seed_type: str,
+    user: User,
+) -> Seed:
+    """The seed ``add_promoted_seed`` would store for this value (not saved): what the
+    promote preview shows, field for field. ``dataset`` is None for a dataset the promotion
+    would create under ``dataset_name``. Raises ValueError for what a dataset refuses."""
     if seed_type not in ("prompt", "objective"):
         raise ValueError("A promoted seed is a prompt or an objective.")
     if seed_type == "objective" and source.data_type != "text":
@@ -512,7 +515,7 @@ def add_promoted_seed(
         value_sha256=source.value_sha256,
         data_type=source.data_type,
         dataset=dataset,
-        dataset_name=dataset.dataset_name,
+        dataset_name=dataset_name,
         harm_categories=list(source.harm_categories),
         authors=[],
         groups=[],
@@ -529,10 +532,36 @@ def add_promoted_seed(
     computed = rules.value_sha256_for(seed.data_type, seed.value)
     if computed is not None:
         seed.value_sha256 = computed
+    return seed
+
+
+def promoted_twin(seed: Seed, dataset: SeedDataset | None) -> Seed | None:
+    """The identical standalone seed ``dataset`` already holds, if any (one query)."""
+    if dataset is None:
+        return None
     content = rules.group_content_sha256([seed])
-    twin = Seed.objects.filter(group__dataset=dataset, group__content_sha256=content).first()
+    return Seed.objects.filter(group__dataset=dataset, group__content_sha256=content).first()
+
+
+@transaction.atomic
+def add_promoted_seed(
+    *, source: PromotedValue, dataset: SeedDataset, seed_type: str, user: User
+) -> PromoteResult:
+    """Make a prompt or objective seed of a reviewed value in ``dataset``.
+
+    An identical standalone seed already in the dataset is returned instead of a duplicate.
+    """
+    seed = promoted_seed(
+        source=source,
+        dataset=dataset,
+        dataset_name=dataset.dataset_name,
+        seed_type=seed_type,
+        user=user,
+    )
+    twin = promoted_twin(seed, dataset)
     if twin is not None:
         return PromoteResult(twin, False)
+    content = rules.group_content_sha256([seed])
     group = SeedGroup(prompt_group_id=uuid.uuid4(), dataset=dataset, content_sha256=content)
     _remember_user(group, user)
     group.save()

@@ -247,7 +247,7 @@ def test_promote_is_a_404_for_a_piece_or_result_of_another_operation(
     url = reverse("memory:promote_piece")
 
     def promote(piece: Any, result: AttackResult | None = None) -> int:
-        data = {"piece_id": str(piece.id), "dataset": str(dataset.pk)}
+        data = {"piece_id": str(piece.id), "dataset": str(dataset.pk), "confirm": "yes"}
         if result is not None:
             data["attack_result_id"] = str(result.pk)
         return member.post(url, data).status_code

@@ -242,6 +242,7 @@ def test_curators_can_promote_a_piece_to_a_seed(client: Client) -> None:
             "dataset_name": "jailbreak-finds",
             "seed_type": "prompt",
             "next": reverse("scoring:conversation_detail", args=[conv.pk]),
+            "confirm": "yes",
         },
     )
     assert response.status_code == 302

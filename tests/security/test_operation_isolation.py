@@ -475,7 +475,12 @@ def test_alpha_curator_cannot_promote_a_bravo_piece(world: World) -> None:
         (alpha_piece, world.bravo.attack_result_ids[0]),
         (alpha_piece, str(uuid.uuid4())),
     ):
-        data = {"piece_id": piece_id, "dataset_name": "promoted", "seed_type": "prompt"}
+        data = {
+            "piece_id": piece_id,
+            "dataset_name": "promoted",
+            "seed_type": "prompt",
+            "confirm": "yes",
+        }
         if result_id:
             data["attack_result_id"] = result_id
         response = client.post("/pieces/promote/", data, follow=True)

@@ -174,6 +174,7 @@ def test_promote_creates_a_seed_linked_to_its_piece_and_attack_result(
             "seed_type": "prompt",
             "attack_result_id": str(result.attack_result_id),
             "next": back,
+            "confirm": "yes",
         },
     )
     assert response.status_code == 302
@@ -192,7 +193,12 @@ def test_promote_creates_a_seed_linked_to_its_piece_and_attack_result(
     # Promoting it again adds nothing.
     client.post(
         reverse("memory:promote_piece"),
-        {"piece_id": str(piece.id), "dataset": str(dataset.pk), "seed_type": "prompt"},
+        {
+            "piece_id": str(piece.id),
+            "dataset": str(dataset.pk),
+            "seed_type": "prompt",
+            "confirm": "yes",
+        },
     )
     assert Seed.objects.count() == 1
 
@@ -211,6 +217,7 @@ def test_promote_as_objective_refuses_non_text_and_unsafe_redirects(
             "dataset": str(dataset.pk),
             "seed_type": "objective",
             "next": "https://evil.example/steal",
+            "confirm": "yes",
         },
     )
     assert response["Location"] == reverse("seeds:dataset_detail", args=[dataset.pk])
@@ -219,7 +226,12 @@ def test_promote_as_objective_refuses_non_text_and_unsafe_redirects(
     if image is not None:
         client.post(
             reverse("memory:promote_piece"),
-            {"piece_id": str(image.id), "dataset": str(dataset.pk), "seed_type": "objective"},
+            {
+                "piece_id": str(image.id),
+                "dataset": str(dataset.pk),
+                "seed_type": "objective",
+                "confirm": "yes",
+            },
         )
         assert Seed.objects.count() == 1
 
@@ -251,5 +263,7 @@ def test_promote_is_post_only_and_needs_the_add_seed_permission(reader: Client) 
     user.user_permissions.add(Permission.objects.get(codename="add_seed"))
     reader.force_login(User.objects.get(pk=user.pk))
     assert reader.get(url).status_code == 405
-    assert reader.post(url, data).status_code == 302
+    assert reader.post(url, data).status_code == 200  # the preview
+    assert Seed.objects.count() == 0
+    assert reader.post(url, {**data, "confirm": "yes"}).status_code == 302
     assert Seed.objects.count() == 1
