@@ -26,6 +26,7 @@ import base64
 import binascii
 import re
 import string
+import unicodedata
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -151,8 +152,12 @@ def english_score(text: str, work: Work | None = None) -> float:
 
 
 def _printable(text: str) -> bool:
-    """Text without control or unassigned characters (line breaks and tabs allowed)."""
-    return bool(text.strip()) and all(ch.isprintable() or ch in "\n\r\t" for ch in text)
+    """Text without control, private or unassigned characters (line breaks, tabs and the
+    invisible format characters a page shows as stand-ins are allowed)."""
+    return bool(text.strip()) and all(
+        ch.isprintable() or ch in "\n\r\t" or unicodedata.category(ch) in ("Cf", "Zs")
+        for ch in text
+    )
 
 
 def _is_clean(text: str) -> bool:
