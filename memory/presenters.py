@@ -57,7 +57,6 @@ _MEDIA_FAMILIES = {"image_path": "image/", "audio_path": "audio/", "video_path":
 _JSON_TYPES = frozenset({"function_call", "tool_call", "function_call_output"})
 _DIFFABLE = frozenset({"text", "reasoning", "error", "url"})
 _DECODABLE = frozenset({"text", "json", "reasoning", "error", "url"})
-_ASSISTANT_ROLES = frozenset({"assistant", "simulated_assistant"})
 # Markdown syntax at a line start (heading, list item, quote, fence, table row) or inline
 # (bold, code, link). Line-start patterns use [ \t]* so a run of blank lines is not rescanned.
 _MARKDOWN_RE = re.compile(
@@ -224,20 +223,21 @@ class TextBudget:
 
 def _pretty_if_json(value: str) -> str | None:
     """Indented JSON when the value is a JSON object or array of readable size, else None."""
-    head = value[:1] if value[:1] in "{[" else value.lstrip()[:1]
-    if head not in ("{", "[") or len(value) > MAX_PRETTY_JSON_CHARS:
+    if len(value) > MAX_PRETTY_JSON_CHARS or value.lstrip()[:1] not in ("{", "["):
         return None
     return pretty_json(value)
 
 
-def _reading(view: ValueView, value: str, role: str, budget: TextBudget) -> ValueView:
+def _reading(view: ValueView, value: str, budget: TextBudget) -> ValueView:
     """Add the reading aids to a text value: decodings, markdown, the long-text collapse."""
     if view.kind not in _DECODABLE:
         return view
     view.decoded = budget.decoded(value)
     view.lines = 1 + sum(chunk.count("\n") for kind, chunk in view.text.segments if kind == "t")
     view.long = view.text.shown > LONG_TEXT_CHARS or view.lines > LONG_TEXT_LINES
-    if view.kind == "text" and (role in _ASSISTANT_ROLES or looks_like_markdown(value)):
+    # Markdown is rendered where it changes what a reader sees: text using its syntax (answers
+    # mostly). Prose without it reads the same raw, line breaks kept, with no toggle to learn.
+    if view.kind == "text" and looks_like_markdown(value):
         view.markdown = budget.markdown(value)
         view.markdown_cut = view.markdown is not None and len(value) > MAX_MARKDOWN_CHARS
     return view
@@ -248,12 +248,11 @@ def value_view(
     value: str,
     media: MediaBlob | None,
     budget: TextBudget | None = None,
-    role: str = "",
 ) -> ValueView:
     """Decide how one value is rendered, by data type and the sniffed type of its bytes, with
     its reading aids (decodings, markdown, collapse) for text."""
     budget = budget or TextBudget()
-    return _reading(_value_view(data_type, value, media, budget), value, role, budget)
+    return _reading(_value_view(data_type, value, media, budget), value, budget)
 
 
 def _value_view(
@@ -291,7 +290,6 @@ def piece_view(piece: MessagePiece, budget: TextBudget | None = None) -> PieceVi
         piece.converted_value,
         piece.converted_media,
         budget,
-        piece.role,
     )
     converted.key = f"{piece.id}-c"
     differs = (
@@ -305,7 +303,6 @@ def piece_view(piece: MessagePiece, budget: TextBudget | None = None) -> PieceVi
             piece.original_value,
             piece.original_media,
             budget,
-            piece.role,
         )
         original.key = f"{piece.id}-o"
         # The diff shows what the values show: none once the page's text budget is spent.

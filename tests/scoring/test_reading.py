@@ -163,16 +163,22 @@ def test_markdown_answer_renders_with_the_raw_text_one_toggle_away(
     assert 'rel="noopener noreferrer nofollow"' in block
 
 
-def test_markdown_syntax_from_a_user_renders_too_and_plain_user_text_does_not(
+def test_markdown_from_any_role_renders_and_plain_prose_stays_text(
     reviewer_client: Client,
 ) -> None:
     conv = make_conversation(
-        [[PieceSpec("Please answer in a **table**")], [PieceSpec("Just plain words here")]]
+        [
+            [PieceSpec("Please answer in a **table**")],
+            [PieceSpec("Just plain words here.\nAnd a second line.", role="assistant")],
+        ]
     )
     html = _page(reviewer_client, conv.pk)
     first, second = conv.pieces.order_by("sequence")
     assert "<strong>table</strong>" in _piece_html(html, first)
-    assert "raw-switch" not in _piece_html(html, second)
+    plain = _piece_html(html, second)
+    assert "raw-switch" not in plain
+    assert 'class="md"' not in plain
+    assert '<div class="text">Just plain words here.\nAnd a second line.</div>' in plain
 
 
 @pytest.mark.parametrize(
