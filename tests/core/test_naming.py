@@ -89,7 +89,8 @@ def test_hostile_params_are_bounded_and_one_line() -> None:
     huge = "x" * 1_000_000
     name = display_name("T" * 5000, {"model_name": huge, "underlying_model_name": "a\nb\tc" + huge})
     assert len(name) <= MAX_DISPLAY_NAME
-    assert "\n" not in name and "\t" not in name
+    assert "\n" not in name
+    assert "\t" not in name
     assert name.startswith("T" * 99 + "…")
     spaced = display_name("OpenAIChatTarget", {"model_name": "gpt\n\n-4o <script>"})
     # Markup is kept as text (templates escape it); whitespace runs become one space.

@@ -46,7 +46,7 @@ def test_wilson_interval_edges() -> None:
     assert wilson_interval(0, 0) == (0.0, 1.0)
     assert wilson_interval(0, 7)[0] == 0.0
     assert wilson_interval(7, 7)[1] == 1.0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="between 0 and n"):
         wilson_interval(4, 3)
 
 
