@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -9,8 +10,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from memory.models import ComponentIdentifier
-from tests.memory.row_factories import core_target, make_conversation
+from memory.models import ComponentIdentifier, ScorableContent, Score
+from tests.memory.row_factories import core_scorer, core_target, make_conversation
 from tests.memory.two_operations import TwoOperations, build_two_operations
 from tests.scoring.row_factories import make_score
 
@@ -126,3 +127,50 @@ def test_index_costs_constant_queries(
     with django_assert_num_queries(4):  # session, user, memberships, one page
         response = reader_client.get(reverse(INDEX) + "?kind=target&q=model")
     assert len(response.context["rows"]) == n
+
+
+# --- names on the memory pages ------------------------------------------------------------------
+
+
+def test_conversation_list_names_the_target(reader_client: Client) -> None:
+    conversation = make_conversation(target=_judge())
+    html = reader_client.get(reverse("memory:conversation_list")).content.decode()
+    assert "OpenAIChatTarget · judge-deploy" in html
+    assert conversation.target_identifier_id[:8] in html
+
+
+@pytest.mark.parametrize("n", [3, 30])
+def test_conversation_list_names_cost_no_query_per_row(
+    reader_client: Client, django_assert_num_queries: Any, n: int
+) -> None:
+    for i in range(n):
+        make_conversation(target=core_target(model_name=f"model-{i}"))
+    reader_client.get(reverse("memory:conversation_list"))
+    # session, user, memberships, class-name suggestions, one page (targets joined).
+    with django_assert_num_queries(5):
+        html = reader_client.get(reverse("memory:conversation_list")).content.decode()
+    assert html.count(">OpenAIChatTarget · model-") == n
+
+
+def test_identifier_pages_show_the_name(reader_client: Client) -> None:
+    a = make_conversation(target=_judge()).target_identifier_id
+    b = make_conversation(target=core_target(model_name="other-model")).target_identifier_id
+    detail = reader_client.get(reverse("memory:identifier_detail", args=[a])).content.decode()
+    assert "<h1>OpenAIChatTarget · judge-deploy" in detail
+    assert f'href="{reverse(INDEX)}?kind=target"' in detail
+    diff = reader_client.get(reverse("memory:identifier_diff") + f"?a={a}&b={b}").content.decode()
+    assert "OpenAIChatTarget · judge-deploy" in diff
+    assert "OpenAIChatTarget · other-model" in diff
+
+
+def test_scored_content_names_the_scorer(reader_client: Client) -> None:
+    content = ScorableContent.objects.create(
+        id=uuid.uuid4(), value="loose text", value_sha256="0" * 64, data_type="text"
+    )
+    score = make_score(scorer=core_scorer("SelfAskRefusalScorer", model_name="gpt-4o-mini"))
+    Score.objects.filter(pk=score.pk).update(loose_content=content)
+    html = reader_client.get(
+        reverse("memory:scored_content_detail", args=[content.pk])
+    ).content.decode()
+    assert "SelfAskRefusalScorer · gpt-4o-mini" in html
+    assert str(score.scorer_identifier_id)[:8] in html
