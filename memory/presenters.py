@@ -184,8 +184,8 @@ class ScoreView:
         query of its own), else its class name."""
         score = self.score
         if Score.scorer_identifier.is_cached(score) and score.scorer_identifier is not None:
-            return score.scorer_identifier.display_name or score.scorer_class
-        return score.scorer_class
+            return str(score.scorer_identifier.display_name or score.scorer_class)
+        return str(score.scorer_class)
 
 
 def dump_tree(dump: IdentifierDump | None) -> TreeNode | None:
