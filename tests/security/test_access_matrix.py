@@ -99,6 +99,7 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     "seeds:seed_preview": ("page_read", "GET"),
     "memory:promote_piece": ("page_curate", "POST"),
     "memory:conversation_list": ("page_read", "GET"),
+    "memory:identifier_index": ("page_read", "GET"),
     "memory:identifier_diff": ("page_read", "GET"),
     "memory:identifier_detail": ("page_read", "GET"),
     "memory:media": ("page_read", "GET"),
