@@ -26,26 +26,15 @@ LONG_NAME = "operation-" + "x" * 120
 
 
 def _sideways(page: Any) -> int:
-    """How far the page's content reaches past the window's right edge (0 when it fits).
-
-    The site header (base.html, shared by every page) is measured by the width tests of the
-    header itself; these look at what the pages put in `main` (the admin: the whole page).
-    """
-    over = int(page.evaluate(OVERFLOW))
+    """How far the page scrolls sideways (0 when it fits)."""
+    over = int(
+        page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    )
     if over:
         print(page.evaluate(WIDE_ELEMENTS))
     return over
 
 
-OVERFLOW = """
-(() => {
-  const root = document.querySelector('body > main') || document.documentElement;
-  const edge = document.documentElement.clientWidth;
-  const right = Math.max(root.scrollWidth + root.getBoundingClientRect().left,
-    ...[...root.querySelectorAll('*')].map(e => e.getBoundingClientRect().right));
-  return Math.max(0, Math.ceil(right - edge - 1));
-})()
-"""
 # The elements that reach past the window's right edge (shown when a test fails).
 WIDE_ELEMENTS = """
 [...document.querySelectorAll('body *')]
@@ -178,3 +167,37 @@ def test_the_admin_dataset_page_fits_1280_and_shows_json_pretty(
     page.wait_for_load_state()
     expect(page.locator(".errorlist")).to_contain_text("Enter a valid JSON")
     assert page.locator("textarea[name=harm_categories]").input_value() == "[not json"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_promote_shows_the_value_before_saving_it(
+    logged_in_page: Callable[..., Any], width: int
+) -> None:
+    from seeds.models import Seed
+    from tests.memory.row_factories import PieceSpec
+
+    curator = User.objects.create_user("cora", password=PASSWORD)
+    grant(curator, "alpha", "reviewer")
+    curator.user_permissions.set(
+        Permission.objects.filter(codename__in=["add_seed", "add_seeddataset"])
+    )
+    conv = make_conversation(
+        [[PieceSpec("ask")], [PieceSpec(UNBROKEN + "\u200b tail", role="assistant")]],
+        labels={"operation": "alpha"},
+    )
+    make_attack_result(conv)
+    page = _open(logged_in_page, "cora", width)
+    page.goto(f"/conversations/{conv.pk}/")
+    promote = page.locator("details.promote").nth(1)
+    promote.locator("summary").click()
+    promote.locator("input[name=dataset_name]").fill("finds")
+    promote.locator("button[type=submit]").click()
+    page.wait_for_load_state()
+    expect(page.locator("#promote-value")).to_contain_text("⟨U+200B⟩ tail")
+    expect(page.locator("#promote-dataset")).to_contain_text("new: created when you confirm")
+    assert Seed.objects.count() == 0
+    assert _sideways(page) == 0
+    page.click("#promote-confirm")
+    page.wait_for_load_state()
+    assert f"/conversations/{conv.pk}/" in page.url
+    assert Seed.objects.get().value == UNBROKEN + "\u200b tail"
