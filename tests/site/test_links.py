@@ -4,13 +4,16 @@ operation) is shown as its id, marked "not ingested", on the conversation and re
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
+from scoring.models import ReviewClaim, ReviewQueue
 from tests.access import grant
 from tests.memory.row_factories import make_attack_result, make_conversation
 
@@ -76,3 +79,34 @@ def test_the_existence_check_costs_no_query_per_related_row(
     with django_assert_max_num_queries(8):
         response = world["client"].get(reverse("scoring:attack_result_detail", args=[result.pk]))
     assert response.content.decode().count(">not ingested</span>") == 32
+
+
+def _links(html: str) -> set[str]:
+    """Same-site page links (not static files, sign-out or the admin)."""
+    found = set(re.findall(r'href="(/[^"#]*)', html.replace("&amp;", "&")))
+    return {link for link in found if not link.startswith(("/static/", "/accounts/", "/admin/"))}
+
+
+def test_every_link_on_the_ways_in_leads_to_a_page(world: dict[str, Any]) -> None:
+    client, result = world["client"], world["result"]
+    ReviewQueue.objects.create(name="Successes", slug="successes", filters={"outcome": ["success"]})
+    now = timezone.now()
+    ReviewClaim.objects.create(
+        attack_result=result,
+        user=User.objects.get(username="amy"),
+        queue=ReviewQueue.objects.get(slug="unreviewed"),
+        claimed_at=now,
+        expires_at=now + timedelta(minutes=5),
+    )
+    pages = [
+        reverse("home"),
+        reverse("scoring:conversation_detail", args=[result.conversation_id]),
+        reverse("scoring:attack_result_detail", args=[result.pk]),
+    ]
+    checked: set[str] = set()
+    for page in pages:
+        html = client.get(page).content.decode()
+        for link in sorted(_links(html) - checked):
+            checked.add(link)
+            assert client.get(link).status_code == 200, f"{page} links to {link}"
+    assert len(checked) > 10
