@@ -367,7 +367,8 @@ VOLATILE = (
     (re.compile(r'nonce="[^"]*"'), "nonce"),
     (re.compile(r"last rebuild took \d+ ms"), "last rebuild took ms"),
     # When the dashboard's counts were last rebuilt (the walk rebuilds them).
-    (re.compile(r"ingested up to \d{4}-\d\d-\d\d \d\d:\d\d:\d\d"), "ingested up to"),
+    (re.compile(r"ingested up to \d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?"), "ingested up to"),
+    (re.compile(r"snapshot taken \d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?"), "snapshot taken"),
 )
 
 
