@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 import redteam.common.idpath  # noqa: F401  (registers the storedid and sha256 converters)
-from scoring import my_verdicts, views
+from scoring import my_verdicts, queue_admin_views, views
 
 app_name = "scoring"
 
@@ -45,5 +45,7 @@ urlpatterns = [
         my_verdicts.undo_verdict,
         name="undo_verdict",
     ),
+    # Save the results list's filter as a queue.
+    path("review/queues/new/", queue_admin_views.save_queue, name="save_queue"),
     path("dashboard/", views.dashboard, name="dashboard"),
 ]

@@ -440,9 +440,11 @@ def attack_result_list(request: HttpRequest) -> HttpResponse:
     review_view = request.GET.get("review") or None
     if review_view is not None and review_view not in REVIEW_VIEWS:
         return HttpResponseBadRequest("Unknown review view.")
-    return _render_result_page(
-        request, review_view, "scoring/attackresult_list.html", {"review_view": review_view}
-    )
+    extra = {
+        "review_view": review_view,
+        "can_save_queue": scope_for(request).records_any_verdicts(),
+    }
+    return _render_result_page(request, review_view, "scoring/attackresult_list.html", extra)
 
 
 @require_GET
