@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 import redteam.common.idpath  # noqa: F401  (registers the storedid and sha256 converters)
-from scoring import views
+from scoring import my_verdicts, queue_admin_views, views
 
 app_name = "scoring"
 
@@ -33,5 +33,19 @@ urlpatterns = [
     ),
     path("objectives/<sha256:objective_sha256>/", views.objective_detail, name="objective_detail"),
     path("review/", views.review_queue, name="review_queue"),
+    # My recent verdicts (before any "review/<slug>/" route: "mine" is no queue's slug).
+    path("review/mine/", my_verdicts.my_verdicts, name="my_verdicts"),
+    path(
+        "review/mine/<uuid:submission>/edit/",
+        my_verdicts.edit_verdict,
+        name="edit_verdict",
+    ),
+    path(
+        "review/mine/<uuid:submission>/undo/",
+        my_verdicts.undo_verdict,
+        name="undo_verdict",
+    ),
+    # Save the results list's filter as a queue.
+    path("review/queues/new/", queue_admin_views.save_queue, name="save_queue"),
     path("dashboard/", views.dashboard, name="dashboard"),
 ]
