@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, re_path
 
 import redteam.common.idpath  # noqa: F401  (registers the storedid and sha256 converters)
 from scoring import views
@@ -33,5 +33,16 @@ urlpatterns = [
     ),
     path("objectives/<sha256:objective_sha256>/", views.objective_detail, name="objective_detail"),
     path("review/", views.review_queue, name="review_queue"),
+    path("review/<slug:slug>/", views.queue_detail, name="queue_detail"),
+    re_path(
+        r"^review/(?P<slug>[-a-zA-Z0-9_]+)/(?P<direction>next|previous)/$",
+        views.queue_step,
+        name="queue_step",
+    ),
+    path(
+        "review/<slug:slug>/skip/<uuid:attack_result_id>/",
+        views.queue_skip,
+        name="queue_skip",
+    ),
     path("dashboard/", views.dashboard, name="dashboard"),
 ]

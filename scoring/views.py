@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlencode
 
 from django import forms
@@ -54,11 +54,21 @@ from memory.sensitive import (
 )
 from memory.views import filter_form_context
 from redteam.common.access import Scope, scope_for
+from redteam.common.markdown import render_markdown
 from redteam.common.pagination import BadCursor, request_page
 from redteam.common.roles import viewer_required
 from redteam.common.typing import User
 from redteam.core.textview import display_text
 from redteam.core.trees import TreeNode
+from scoring.models import ReviewQueue
+from scoring.queues import (
+    QueueWalk,
+    awaiting_counts,
+    filter_data,
+    filter_query,
+    queue_for,
+    visible_queues,
+)
 from scoring.review import (
     REVIEW_VIEWS,
     disagrees,
@@ -67,7 +77,8 @@ from scoring.review import (
     latest_human_verdicts,
     result_summary,
 )
-from scoring.services import MAX_RATIONALE_CHARS, record_verdict
+from scoring.review_shim import record_review
+from scoring.services import MAX_RATIONALE_CHARS
 from scoring.tallies import (
     LABEL_PREFIX,
     NONE_KEY,
@@ -75,13 +86,22 @@ from scoring.tallies import (
     build_dashboard,
     refresh_outcome_tallies,
 )
+from scoring.verdict_fields import MAX_NOTES_CHARS, VerdictAnswers, VerdictFields
 from seeds.models import SeedDataset
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User as AccountUser
 
 MAX_OBJECTIVE_ATTEMPTS = 24
 # The "promote a piece to a seed" endpoint (POST piece_id, dataset_name, ...).
 PROMOTE_URL_NAME = "memory:promote_piece"
 PROMOTE_PERMISSION = "seeds.add_seed"
 MAX_DATASET_SUGGESTIONS = 200
+# The queues page lists at most this many queues; a queue's page shows its items 50 at a time.
+MAX_QUEUES_LISTED = 100
+QUEUE_PAGE_SIZE = 50
+MAX_QUEUE_PAGES = 1000
+MAX_SKIP_REASON_CHARS = 500
 
 M = TypeVar("M", bound=Model)
 
@@ -132,32 +152,94 @@ def _promote_context(user: User) -> dict[str, Any]:
 
 
 class VerdictForm(forms.Form):
-    """A reviewer's verdict: true, false, or a 0..1 score, with a rationale."""
+    """A reviewer's verdict with its rationale: the fields a queue asks for (VerdictFields),
+    or by default true, false or a 0..1 score. `answers()` gives what record_review stores."""
 
-    verdict = forms.ChoiceField(
-        choices=[("true", "true"), ("false", "false"), ("float", "score 0..1")]
+    rationale = forms.CharField(
+        max_length=MAX_RATIONALE_CHARS,
+        strip=True,
+        error_messages={"required": "Give a rationale: what in the response decides it."},
     )
-    value = forms.FloatField(required=False, min_value=0.0, max_value=1.0)
-    rationale = forms.CharField(max_length=MAX_RATIONALE_CHARS, strip=True)
-    next = forms.CharField(required=False, max_length=20)
+    # The queue the item was opened from (its slug): record-and-next stays inside it.
+    queue = forms.SlugField(required=False, max_length=80)
+    # "Record" rather than "record and next": stay on the item.
+    stay = forms.BooleanField(required=False)
     # One token per rendered form: posting the same form twice records one verdict.
     submission = forms.UUIDField(
         error_messages={"required": "The form is incomplete; reload the page."}
     )
 
+    def __init__(self, *args: Any, asked: VerdictFields | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # None: the default form (true, false, or a score).
+        self.asked = asked
+        if asked is None:
+            self.fields["verdict"] = forms.ChoiceField(
+                choices=[("true", "true"), ("false", "false"), ("float", "score 0..1")],
+                error_messages={"required": "Choose true, false or a score."},
+            )
+            self.fields["value"] = forms.FloatField(required=False, min_value=0.0, max_value=1.0)
+            return
+        if asked.true_false:
+            self.fields["verdict"] = forms.ChoiceField(
+                choices=[("true", "true"), ("false", "false")],
+                error_messages={"required": "Choose true or false."},
+            )
+        if asked.scale:
+            self.fields["scale"] = forms.FloatField(
+                min_value=0.0,
+                max_value=1.0,
+                error_messages={"required": "Give a score between 0 and 1."},
+            )
+        if asked.category:
+            self.fields["category"] = forms.ChoiceField(
+                choices=[(c, c) for c in asked.categories],
+                error_messages={"required": "Choose a category."},
+            )
+        if asked.notes:
+            self.fields["notes"] = forms.CharField(
+                required=False, max_length=MAX_NOTES_CHARS, strip=True
+            )
+
     def clean(self) -> dict[str, Any]:
-        """A float verdict needs its value."""
+        """A score verdict of the default form needs its value."""
         data = super().clean() or {}
-        if data.get("verdict") == "float" and data.get("value") is None:
+        if self.asked is None and data.get("verdict") == "float" and data.get("value") is None:
             self.add_error("value", "Give a score between 0 and 1.")
         return data
 
-    def service_args(self) -> tuple[bool | float, str]:
-        """(value, score_type) for record_verdict."""
-        verdict = self.cleaned_data["verdict"]
-        if verdict == "float":
-            return float(self.cleaned_data["value"]), "float_scale"
-        return verdict == "true", "true_false"
+    def categories(self) -> list[tuple[int, str]]:
+        """The asked categories with their keys (1..9)."""
+        asked = self.asked.categories if self.asked is not None else ()
+        return list(enumerate(asked, start=1))
+
+    def problems(self) -> str:
+        """Every error in one sentence, for the message above the page."""
+        return " ".join(str(e) for errs in self.errors.values() for e in errs)
+
+    def answers(self) -> VerdictAnswers:
+        """The cleaned form as the answers record_review stores."""
+        data = self.cleaned_data
+        rationale = data["rationale"]
+        if self.asked is None:
+            if data["verdict"] == "float":
+                return VerdictAnswers(
+                    rationale=rationale,
+                    scale=float(data["value"]),
+                    fields=VerdictFields(true_false=False, scale=True),
+                )
+            return VerdictAnswers(
+                rationale=rationale, objective=data["verdict"] == "true", fields=VerdictFields()
+            )
+        asked = self.asked
+        return VerdictAnswers(
+            rationale=rationale,
+            objective=data["verdict"] == "true" if asked.true_false else None,
+            scale=float(data["scale"]) if asked.scale else None,
+            category=data["category"] if asked.category else None,
+            notes=data.get("notes") or "",
+            fields=asked,
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,27 +247,36 @@ class VerdictForm(forms.Form):
 # ---------------------------------------------------------------------------------------------
 
 
-def _queue_neighbours(request: HttpRequest, current: AttackResult | None) -> dict[str, Any]:
-    """Previous/next visible results of the review queue around the current one (two queries)."""
-    view = request.GET.get("queue")
-    if view not in REVIEW_VIEWS or current is None:
-        return {}
-    visible = AttackResult.objects.visible_to(scope_for(request))
-    qs = for_review(visible, view).only("attack_result_id", "conversation_id")
-    at = current.ingested_at
-    newer = (
-        qs.filter(ingested_at__gte=at)
-        .filter(Q(ingested_at__gt=at) | Q(attack_result_id__gt=current.pk))
-        .order_by("ingested_at", "attack_result_id")
-        .first()
-    )
-    older = (
-        qs.filter(ingested_at__lte=at)
-        .filter(Q(ingested_at__lt=at) | Q(attack_result_id__lt=current.pk))
-        .order_by("-ingested_at", "-attack_result_id")
-        .first()
-    )
-    return {"queue": view, "queue_previous": newer, "queue_next": older}
+def _queue_context(
+    walk: QueueWalk, conversation_id: str, views: list[ResultView]
+) -> dict[str, Any]:
+    """The queue header of a conversation opened from a queue; claims the item.
+
+    The item is the conversation's first result in the queue; its view moves first (where
+    the verdict form and the keys act). Queries: the item's place (1); the claim (an UPDATE,
+    or an INSERT and, when refused, its holder; then the viewer's other claims released);
+    the queue's counts (1) and the viewer's verdicts today (1).
+    """
+    key = walk.item_of_conversation(conversation_id)
+    item = next((v for v in views if key is not None and v.result.pk == key[2]), None)
+    hold = None
+    if item is not None:
+        views.remove(item)
+        views.insert(0, item)
+        # Only those who may judge the item hold it: a reader never blocks a reviewer.
+        if item.can_verdict:
+            hold = walk.claim(item.result.pk)
+    around = item.result if item is not None else (views[0].result if views else None)
+    return {
+        "queue": walk.queue,
+        "queue_item": item,
+        "queue_from": around.pk if around is not None else None,
+        "hold": hold,
+        "progress": walk.progress(key),
+        "queue_instructions": render_markdown(walk.queue.instructions)
+        if walk.queue.instructions
+        else "",
+    }
 
 
 @require_GET
@@ -194,14 +285,34 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
     """A conversation reassembled: messages, pieces by data type, diffs, scores, verdicts.
 
     404 unless the conversation is in one of the viewer's operations; results, references and
-    scores shown beside it are the visible ones only.
+    scores shown beside it are the visible ones only. Opened from a queue (`?queue=<slug>`,
+    404 for a queue the viewer cannot walk), the page claims the item and shows the place.
     """
+    slug = request.GET.get("queue")
+    walk = _walk(request, queue_for(scope_for(request), slug)) if slug else None
+    return _conversation_page(request, conversation_id, walk=walk)
+
+
+def _walk(request: HttpRequest, queue: ReviewQueue) -> QueueWalk:
+    """The signed-in viewer walking `queue`."""
+    return QueueWalk(queue, scope_for(request), cast("AccountUser", request.user))
+
+
+def _conversation_page(
+    request: HttpRequest,
+    conversation_id: str,
+    *,
+    walk: QueueWalk | None = None,
+    form: VerdictForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    """Render the conversation page (with a rejected verdict's form kept, status 400)."""
     # Queries: session, user, memberships (3); conversation (+operation, target dump);
     # pieces (+media, identifiers); converter chains; attack results (+operation, dumps, last
     # response); their related conversations; references to this conversation; scores
     # (+scorer dumps, reviewer); the promote form's permission check (2, when not cached);
     # 0.13 piece-level target/attack dumps; the operation's sensitive categories (+ this
-    # user's reveals named by ?reveal=). In queue mode, +2 for previous/next.
+    # user's reveals named by ?reveal=). In queue mode: the queue, then _queue_context's.
     scope = scope_for(request)
     conversation = (
         conversation_for_detail(scope)
@@ -273,6 +384,12 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
         result_categories=[r.targeted_harm_categories for r in results],
     )
     target_tree, legacy_attack_tree = _conversation_trees(conversation, pieces)
+    queue_context = _queue_context(walk, conversation_id, result_views) if walk else {}
+    asked = (
+        walk.queue.verdict_fields()
+        if walk is not None and queue_context.get("queue_item") is not None
+        else None
+    )
     context = {
         "conversation": conversation,
         "conversation_messages": messages_,
@@ -282,12 +399,12 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
         "legacy_attack_tree": legacy_attack_tree,
         # The form is offered on the first (newest) result, where the keyboard keys act.
         "can_verdict": bool(result_views) and result_views[0].can_verdict,
-        "verdict_form": VerdictForm(initial={"verdict": "true"}),
+        "verdict_form": form if form is not None else VerdictForm(asked=asked),
         "verdict_submission": uuid.uuid4(),
         **_promote_context(request.user),
-        **_queue_neighbours(request, results[0] if results else None),
+        **queue_context,
     }
-    return render(request, "scoring/conversation_detail.html", context)
+    return render(request, "scoring/conversation_detail.html", context, status=status)
 
 
 def _conversation_trees(conversation: Any, pieces: list[Any]) -> tuple[TreeNode | None, Any]:
@@ -353,11 +470,13 @@ def reveal_piece(request: HttpRequest, conversation_id: str) -> HttpResponse:
 @require_POST
 @viewer_required
 def verdict(request: HttpRequest, attack_result_id: uuid.UUID) -> HttpResponse:
-    """Record a reviewer's verdict on an attack result.
+    """Record a reviewer's verdict on an attack result, then go back to it or, from a queue,
+    on to the queue's next item.
 
-    404 for a result outside the viewer's operations (as for one that does not exist); 403
-    only for a visible result whose operation gives the viewer too low a role (or is
-    archived), which reveals nothing the viewer could not already read.
+    404 for a result outside the viewer's operations (as for one that does not exist) or a
+    queue the viewer cannot walk; 403 only for a visible result whose operation gives the
+    viewer too low a role (or is archived), which reveals nothing the viewer could not
+    already read. A rejected verdict re-renders the page (400) with everything typed kept.
     """
     scope = scope_for(request)
     result = AttackResult.objects.visible_to(scope).filter(pk=attack_result_id).first()
@@ -365,44 +484,178 @@ def verdict(request: HttpRequest, attack_result_id: uuid.UUID) -> HttpResponse:
         raise Http404("No such attack result.")
     if not scope.may_record_verdicts(result.operation_id):
         raise PermissionDenied("Recording verdicts needs the reviewer role in this operation.")
-    form = VerdictForm(request.POST)
-    page = reverse("scoring:conversation_detail", args=[result.conversation_id])
+    slug = request.POST.get("queue") or ""
+    walk = _walk(request, queue_for(scope, slug)) if slug else None
+    asked = walk.queue.verdict_fields() if walk is not None else None
+    form = VerdictForm(request.POST, asked=asked)
     if not form.is_valid():
-        errors = "; ".join(
-            f"{name}: {' '.join(str(e) for e in errs)}" for name, errs in form.errors.items()
-        )
-        messages.error(request, f"Verdict not recorded: {errors}")
-        return redirect(page)
-    value, score_type = form.service_args()
+        return _rejected(request, result, walk, form)
     try:
-        record_verdict(
+        record_review(
             attack_result=result,
             reviewer=request.user,
             scope=scope,
-            value=value,
-            score_type=score_type,
-            rationale=form.cleaned_data["rationale"],
+            answers=form.answers(),
             submission=form.cleaned_data["submission"],
         )
     except ValidationError as exc:
-        messages.error(request, f"Verdict not recorded: {' '.join(exc.messages)}")
-        return redirect(page)
+        form.add_error(None, exc)
+        return _rejected(request, result, walk, form)
     messages.success(request, "Verdict recorded.")
-    queue = form.cleaned_data.get("next")
-    if queue in REVIEW_VIEWS:
-        upcoming = (
-            for_review(AttackResult.objects.visible_to(scope), queue)
-            .filter(ingested_at__lte=result.ingested_at)
-            .filter(Q(ingested_at__lt=result.ingested_at) | Q(attack_result_id__lt=result.pk))
-            .only("attack_result_id", "conversation_id")
-            .order_by("-ingested_at", "-attack_result_id")
-            .first()
-        )
-        if upcoming is not None:
-            target = reverse("scoring:conversation_detail", args=[upcoming.conversation_id])
-            return redirect(f"{target}?queue={queue}")
-        return redirect(f"{reverse('scoring:review_queue')}?view={queue}")
-    return redirect(f"{page}#verdicts")
+    page = reverse("scoring:conversation_detail", args=[result.conversation_id])
+    if walk is None:
+        return redirect(f"{page}#verdicts")
+    if form.cleaned_data["stay"]:
+        return redirect(f"{page}?{urlencode({'queue': walk.queue.slug})}#verdicts")
+    walk.release(result.pk)
+    return _step_to(request, walk, walk.hand_out(walk.key_of(result)) or _wrap(walk, result))
+
+
+def _rejected(
+    request: HttpRequest, result: AttackResult, walk: QueueWalk | None, form: VerdictForm
+) -> HttpResponse:
+    """The conversation page again, status 400, the form as it was posted and why."""
+    messages.error(request, f"Verdict not recorded: {form.problems()}")
+    return _conversation_page(request, result.conversation_id, walk=walk, form=form, status=400)
+
+
+def _wrap(walk: QueueWalk, passed: AttackResult) -> AttackResult | None:
+    """Past the end of a queue of unreviewed results, back to the first one still waiting
+    (items come back when a claim is released or expires); other queues end there."""
+    if walk.queue.review != "unreviewed":
+        return None
+    return walk.hand_out(None, exclude=passed.pk)
+
+
+def _step_to(request: HttpRequest, walk: QueueWalk, item: AttackResult | None) -> HttpResponse:
+    """To the item's conversation in queue mode, or back to the queue when none is left."""
+    if item is None:
+        messages.info(request, "No further item in this queue is free right now.")
+        return redirect("scoring:queue_detail", slug=walk.queue.slug)
+    page = reverse("scoring:conversation_detail", args=[item.conversation_id])
+    return redirect(f"{page}?{urlencode({'queue': walk.queue.slug})}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Review queues
+# ---------------------------------------------------------------------------------------------
+
+
+@require_GET
+@viewer_required
+def review_queue(request: HttpRequest) -> HttpResponse:
+    """The viewer's queues (built-in and named) with the number of items each holds.
+
+    The former `?view=<unreviewed|disagree|reviewed>` links land on the built-in queue (or,
+    with more filters, on the results list with the same filters and review state).
+    """
+    # Queries: session, user, memberships; the queues; every queue's count (one query).
+    view = request.GET.get("view")
+    if view is not None:
+        if view not in REVIEW_VIEWS:
+            return HttpResponseBadRequest("Unknown queue.")
+        rest = request.GET.copy()
+        for name in ("view", "cursor"):
+            rest.pop(name, None)
+        if any(v for values in rest.lists() for v in values[1]):
+            rest.setlist("review", [view])
+            return redirect(f"{reverse('scoring:attack_result_list')}?{rest.urlencode()}")
+        return redirect("scoring:queue_detail", slug=view)
+    scope = scope_for(request)
+    queues = list(visible_queues(scope)[:MAX_QUEUES_LISTED])
+    counts = awaiting_counts(queues, scope, cast("AccountUser", request.user))
+    context = {
+        "queues": [{"queue": q, "awaiting": counts.get(q.pk)} for q in queues],
+        "can_verdict": scope.records_any_verdicts(),
+    }
+    return render(request, "scoring/queue_index.html", context)
+
+
+@require_GET
+@viewer_required
+def queue_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    """One queue: its instructions, the viewer's progress, its items in queue order."""
+    # Queries: session, user, memberships; the queue; its counts; the viewer's verdicts
+    # today; one page of items; their latest human verdicts (+reviewer).
+    scope = scope_for(request)
+    walk = _walk(request, queue_for(scope, slug))
+    try:
+        number = max(1, min(int(request.GET.get("page") or 1), MAX_QUEUE_PAGES))
+    except ValueError:
+        return HttpResponseBadRequest("Unknown page.")
+    start = (number - 1) * QUEUE_PAGE_SIZE
+    items = list(walk.items()[start : start + QUEUE_PAGE_SIZE + 1])
+    more = len(items) > QUEUE_PAGE_SIZE
+    items = items[:QUEUE_PAGE_SIZE]
+    humans = latest_human_verdicts((r.pk for r in items), scope)
+    context = {
+        "queue": walk.queue,
+        "view": walk.queue.slug,
+        "walk_errors": walk.errors if not walk.valid else {},
+        "progress": walk.progress(None),
+        "rows": [result_summary(r, humans.get(r.pk)) for r in items],
+        "page_number": number,
+        "next_page": number + 1 if more and number < MAX_QUEUE_PAGES else None,
+        "previous_page": number - 1 if number > 1 else None,
+        "filter_chips": [
+            (name, value) for name, values in filter_data(walk.queue).lists() for value in values
+        ],
+        "results_query": filter_query(walk.queue),
+        "instructions": render_markdown(walk.queue.instructions) if walk.queue.instructions else "",
+        "can_verdict": scope.records_any_verdicts(),
+    }
+    return render(request, "scoring/queue_detail.html", context)
+
+
+@require_GET
+@viewer_required
+def queue_step(request: HttpRequest, slug: str, direction: str) -> HttpResponse:
+    """Hand the viewer the queue's next (or previous) item after `?from=<result id>`, or its
+    first one: claimed on the way, never one another reviewer holds."""
+    # Queries: session, user, memberships; the queue; the `from` result and its skip; per
+    # candidate (a few at most): the candidate, its claim.
+    scope = scope_for(request)
+    walk = _walk(request, queue_for(scope, slug))
+    raw = request.GET.get("from")
+    if not raw:
+        return _step_to(request, walk, walk.hand_out(None))
+    try:
+        from_id = uuid.UUID(raw)
+    except ValueError:
+        return HttpResponseBadRequest("Unknown item.")
+    current = (
+        AttackResult.objects.visible_to(scope)
+        .filter(pk=from_id)
+        .only("attack_result_id", "ingested_at", "conversation_id")
+        .first()
+    )
+    if current is None:
+        raise Http404("No such attack result.")
+    forward = direction == "next"
+    return _step_to(request, walk, walk.hand_out(walk.key_of(current), forward=forward))
+
+
+@require_POST
+@viewer_required
+def queue_skip(request: HttpRequest, slug: str, attack_result_id: uuid.UUID) -> HttpResponse:
+    """Pass over an item (optional `reason`): it moves to the end of the queue, the viewer's
+    claim ends, and the viewer goes on to the next free item."""
+    scope = scope_for(request)
+    walk = _walk(request, queue_for(scope, slug))
+    result = (
+        AttackResult.objects.visible_to(scope)
+        .filter(pk=attack_result_id)
+        .only("attack_result_id", "ingested_at", "conversation_id", "operation_id")
+        .first()
+    )
+    if result is None:
+        raise Http404("No such attack result.")
+    if not scope.may_record_verdicts(result.operation_id):
+        raise PermissionDenied("Skipping needs the reviewer role in this operation.")
+    key = walk.key_of(result)
+    walk.skip(result, (request.POST.get("reason") or "")[:MAX_SKIP_REASON_CHARS])
+    messages.info(request, "Skipped: it is now at the end of the queue.")
+    return _step_to(request, walk, walk.hand_out(key) or _wrap(walk, result))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -443,19 +696,6 @@ def attack_result_list(request: HttpRequest) -> HttpResponse:
     return _render_result_page(
         request, review_view, "scoring/attackresult_list.html", {"review_view": review_view}
     )
-
-
-@require_GET
-@viewer_required
-def review_queue(request: HttpRequest) -> HttpResponse:
-    """The viewer's results awaiting a verdict, or whose verdict contradicts the automated
-    outcome (the verdict keys are offered when the viewer may record verdicts somewhere)."""
-    # Queries: session, user, memberships, class names, one page, its human verdicts.
-    view = request.GET.get("view") or "unreviewed"
-    if view not in REVIEW_VIEWS:
-        return HttpResponseBadRequest("Unknown queue.")
-    extra = {"view": view, "can_verdict": scope_for(request).records_any_verdicts()}
-    return _render_result_page(request, view, "scoring/review_queue.html", extra)
 
 
 def _render_result_page(
