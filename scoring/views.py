@@ -568,7 +568,7 @@ def review_queue(request: HttpRequest) -> HttpResponse:
         "queues": [{"queue": q, "awaiting": counts.get(q.pk)} for q in queues],
         "can_verdict": scope.records_any_verdicts(),
     }
-    return render(request, "scoring/queue_index.html", context)
+    return render(request, "scoring/review_queue.html", context)
 
 
 @require_GET
