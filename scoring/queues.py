@@ -60,6 +60,34 @@ def claim_duration() -> timedelta:
     return timedelta(minutes=settings.REVIEW_CLAIM_MINUTES)
 
 
+# The built-in queues (made by migration scoring 0009; remade here if the rows are gone, e.g.
+# after a flush, since the former review views' links lead to them).
+BUILTIN_QUEUES = (
+    ("unreviewed", "Unreviewed", "Results without a human verdict yet, newest first."),
+    ("disagree", "Disagreements", "Results whose human verdict contradicts the automated outcome."),
+    ("reviewed", "Reviewed", "Results with a human verdict, to re-check or correct."),
+)
+
+
+def ensure_builtin_queues() -> None:
+    """Create the built-in queues that are missing (a name already taken is left alone)."""
+    for slug, name, instructions in BUILTIN_QUEUES:
+        try:
+            with transaction.atomic():
+                ReviewQueue.objects.get_or_create(
+                    slug=slug,
+                    defaults={
+                        "name": name,
+                        "instructions": instructions,
+                        "review": slug,
+                        "filters": {},
+                        "builtin": True,
+                    },
+                )
+        except IntegrityError:
+            continue
+
+
 def visible_queues(scope: Scope) -> QuerySet[ReviewQueue]:
     """The queues a viewer may walk: team-wide ones and their operations', not archived."""
     return ReviewQueue.objects.visible_to(scope).filter(archived=False).order_by("-builtin", "name")
@@ -68,6 +96,9 @@ def visible_queues(scope: Scope) -> QuerySet[ReviewQueue]:
 def queue_for(scope: Scope, slug: str) -> ReviewQueue:
     """The walkable queue named by `slug` (404 when unknown, not visible, or archived)."""
     queue = visible_queues(scope).filter(slug=slug).first()
+    if queue is None and slug in REVIEW_VIEWS:
+        ensure_builtin_queues()
+        queue = visible_queues(scope).filter(slug=slug).first()
     if queue is None:
         raise Http404("No such review queue.")
     return queue

@@ -64,6 +64,7 @@ from scoring.models import ReviewQueue
 from scoring.queues import (
     QueueWalk,
     awaiting_counts,
+    ensure_builtin_queues,
     filter_data,
     filter_query,
     queue_for,
@@ -563,6 +564,9 @@ def review_queue(request: HttpRequest) -> HttpResponse:
         return redirect("scoring:queue_detail", slug=view)
     scope = scope_for(request)
     queues = list(visible_queues(scope)[:MAX_QUEUES_LISTED])
+    if not any(q.builtin for q in queues):
+        ensure_builtin_queues()
+        queues = list(visible_queues(scope)[:MAX_QUEUES_LISTED])
     counts = awaiting_counts(queues, scope, cast("AccountUser", request.user))
     context = {
         "queues": [{"queue": q, "awaiting": counts.get(q.pk)} for q in queues],

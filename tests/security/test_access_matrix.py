@@ -114,6 +114,10 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     "scoring:verdict": ("page_verdict", "POST"),
     "scoring:objective_detail": ("page_read", "GET"),
     "scoring:review_queue": ("page_read", "GET"),
+    "scoring:queue_detail": ("page_read", "GET"),
+    "scoring:queue_step": ("page_read", "GET"),
+    # Skipping an item of a queue: as recording a verdict on it.
+    "scoring:queue_skip": ("page_verdict", "POST"),
     "scoring:dashboard": ("page_read", "GET"),
 }
 LOGOUTS = {"logout", "admin:logout"}
@@ -168,6 +172,8 @@ def _fill(route: str, name: str, m: Memory) -> str:
         "object_id": "1",
         "id": "1",
         "content_type_id": "1",
+        "slug": "unreviewed",
+        "direction": "next",
     }
     pk = {
         "api:message-piece-detail": m.piece_id,
