@@ -41,11 +41,11 @@ from django.http import Http404, QueryDict
 from django.utils import timezone
 
 from memory.filters import AttackResultFilterSet
-from memory.models import AttackResult, Score, ScoreSource
+from memory.models import AttackResult
 from memory.querysets import attack_results_for_list
 from redteam.common.access import Scope
 from scoring.models import ReviewClaim, ReviewQueue, ReviewSkip
-from scoring.review import REVIEW_VIEWS, for_review, has_human_verdict
+from scoring.review import REVIEW_VIEWS, for_review, has_human_verdict, human_verdicts
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User as AccountUser
@@ -288,11 +288,14 @@ class QueueWalk:
         )
 
     def verdicts_today(self) -> int:
-        """Attack results the viewer gave a human verdict since local midnight (one query)."""
+        """Attack results the viewer reviewed since local midnight, reviews they undid aside
+        (one query)."""
         midnight = timezone.localtime(self.now).replace(hour=0, minute=0, second=0, microsecond=0)
         return int(
-            Score.objects.visible_to(self.scope)
-            .filter(source=ScoreSource.HUMAN, reviewer=self.user, timestamp__gte=midnight)
+            human_verdicts()
+            .visible_to(self.scope)
+            .filter(reviewer=self.user, timestamp__gte=midnight)
+            .order_by()
             .aggregate(n=Count("attack_result_id", distinct=True))["n"]
         )
 

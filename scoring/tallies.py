@@ -27,7 +27,7 @@ from redteam.common.access import Scope
 from redteam.core.enums import ATTACK_OUTCOMES
 from redteam.core.outcomes import OutcomeCounts
 from scoring.models import OutcomeTally, TallySnapshot
-from scoring.review import human_scores, verdict_success
+from scoring.review import human_scores, human_scores_as_of, verdict_success
 
 DIMENSIONS = ("harm_category", "attack", "converter", "target")
 NONE_KEY = "(none)"
@@ -96,8 +96,8 @@ def refresh_outcome_tallies(*, watermark: datetime | None = None) -> TallySnapsh
     watermark = watermark or taken_at - SNAPSHOT_MARGIN
     humans: dict[Any, tuple[str, str | None]] = {}
     for ar_id, score_type, value in (
-        human_scores()
-        .filter(attack_result__isnull=False, ingested_at__lte=watermark)
+        human_scores_as_of(watermark)
+        .filter(attack_result__isnull=False)
         .values_list("attack_result_id", "score_type", "score_value")
     ):
         humans.setdefault(ar_id, (score_type, value))
@@ -181,21 +181,23 @@ class Dashboard:
 
 
 def _dirty_results(watermark: datetime, scope: Scope) -> list[dict[str, Any]]:
-    """Visible results ingested after the snapshot, or given a human verdict after it (two
-    queries)."""
+    """Visible results ingested after the snapshot, or given (or withdrawn) a human verdict
+    after it (two queries)."""
     # Fetched first as literal ids: `ingested_at > W OR pk IN (<ids>)` is two index scans
     # (a BitmapOr); with a subquery in the OR, PostgreSQL scans the whole table instead.
+    # A verdict withdrawn since (undone or corrected) changes the outcome as well.
     re_reviewed = list(
         Score.objects.visible_to(scope)
-        .filter(source=ScoreSource.HUMAN, attack_result__isnull=False, ingested_at__gt=watermark)
+        .filter(source=ScoreSource.HUMAN, attack_result__isnull=False)
+        .filter(Q(ingested_at__gt=watermark) | Q(withdrawn_at__gt=watermark))
         .values_list("attack_result_id", flat=True)
         .distinct()
     )
 
     def latest(field_name: str, *, before: bool) -> Subquery:
-        qs = human_scores().filter(attack_result=OuterRef("pk"))
-        if before:
-            qs = qs.filter(ingested_at__lte=watermark)
+        qs = (human_scores_as_of(watermark) if before else human_scores()).filter(
+            attack_result=OuterRef("pk")
+        )
         return Subquery(qs.values(field_name)[:1])
 
     condition = Q(ingested_at__gt=watermark)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path, re_path
 
 import redteam.common.idpath  # noqa: F401  (registers the storedid and sha256 converters)
-from scoring import views
+from scoring import my_verdicts, views
 
 app_name = "scoring"
 
@@ -33,6 +33,18 @@ urlpatterns = [
     ),
     path("objectives/<sha256:objective_sha256>/", views.objective_detail, name="objective_detail"),
     path("review/", views.review_queue, name="review_queue"),
+    # My recent verdicts (before any "review/<slug>/" route: "mine" is no queue's slug).
+    path("review/mine/", my_verdicts.my_verdicts, name="my_verdicts"),
+    path(
+        "review/mine/<uuid:submission>/edit/",
+        my_verdicts.edit_verdict,
+        name="edit_verdict",
+    ),
+    path(
+        "review/mine/<uuid:submission>/undo/",
+        my_verdicts.undo_verdict,
+        name="undo_verdict",
+    ),
     path("review/<slug:slug>/", views.queue_detail, name="queue_detail"),
     re_path(
         r"^review/(?P<slug>[-a-zA-Z0-9_]+)/(?P<direction>next|previous)/$",

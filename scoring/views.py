@@ -78,8 +78,7 @@ from scoring.review import (
     latest_human_verdicts,
     result_summary,
 )
-from scoring.review_shim import record_review
-from scoring.services import MAX_RATIONALE_CHARS
+from scoring.services import MAX_RATIONALE_CHARS, record_review
 from scoring.tallies import (
     LABEL_PREFIX,
     NONE_KEY,
