@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path, re_path
 
 import redteam.common.idpath  # noqa: F401  (registers the storedid and sha256 converters)
-from scoring import my_verdicts, views
+from scoring import my_verdicts, queue_views, views
 
 app_name = "scoring"
 
@@ -32,7 +32,7 @@ urlpatterns = [
         name="verdict",
     ),
     path("objectives/<sha256:objective_sha256>/", views.objective_detail, name="objective_detail"),
-    path("review/", views.review_queue, name="review_queue"),
+    path("review/", queue_views.review_queue, name="review_queue"),
     # My recent verdicts (before any "review/<slug>/" route: "mine" is no queue's slug).
     path("review/mine/", my_verdicts.my_verdicts, name="my_verdicts"),
     path(
@@ -45,15 +45,15 @@ urlpatterns = [
         my_verdicts.undo_verdict,
         name="undo_verdict",
     ),
-    path("review/<slug:slug>/", views.queue_detail, name="queue_detail"),
+    path("review/<slug:slug>/", queue_views.queue_detail, name="queue_detail"),
     re_path(
         r"^review/(?P<slug>[-a-zA-Z0-9_]+)/(?P<direction>next|previous)/$",
-        views.queue_step,
+        queue_views.queue_step,
         name="queue_step",
     ),
     path(
         "review/<slug:slug>/skip/<uuid:attack_result_id>/",
-        views.queue_skip,
+        queue_views.queue_skip,
         name="queue_skip",
     ),
     path("dashboard/", views.dashboard, name="dashboard"),

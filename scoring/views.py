@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode
 
-from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Model, Q
@@ -60,16 +59,9 @@ from redteam.common.roles import viewer_required
 from redteam.common.typing import User
 from redteam.core.textview import display_text
 from redteam.core.trees import TreeNode
-from scoring.models import ReviewQueue
-from scoring.queues import (
-    QueueWalk,
-    awaiting_counts,
-    ensure_builtin_queues,
-    filter_data,
-    filter_query,
-    queue_for,
-    visible_queues,
-)
+from scoring.forms import VerdictForm
+from scoring.queue_views import step_to, walk_for, wrap_around
+from scoring.queues import QueueWalk, queue_for
 from scoring.review import (
     REVIEW_VIEWS,
     disagrees,
@@ -78,7 +70,7 @@ from scoring.review import (
     latest_human_verdicts,
     result_summary,
 )
-from scoring.services import MAX_RATIONALE_CHARS, record_review
+from scoring.services import record_review
 from scoring.tallies import (
     LABEL_PREFIX,
     NONE_KEY,
@@ -86,22 +78,16 @@ from scoring.tallies import (
     build_dashboard,
     refresh_outcome_tallies,
 )
-from scoring.verdict_fields import MAX_NOTES_CHARS, VerdictAnswers, VerdictFields
 from seeds.models import SeedDataset
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import User as AccountUser
+    pass
 
 MAX_OBJECTIVE_ATTEMPTS = 24
 # The "promote a piece to a seed" endpoint (POST piece_id, dataset_name, ...).
 PROMOTE_URL_NAME = "memory:promote_piece"
 PROMOTE_PERMISSION = "seeds.add_seed"
 MAX_DATASET_SUGGESTIONS = 200
-# The queues page lists at most this many queues; a queue's page shows its items 50 at a time.
-MAX_QUEUES_LISTED = 100
-QUEUE_PAGE_SIZE = 50
-MAX_QUEUE_PAGES = 1000
-MAX_SKIP_REASON_CHARS = 500
 
 M = TypeVar("M", bound=Model)
 
@@ -151,97 +137,6 @@ def _promote_context(user: User) -> dict[str, Any]:
     return {"promote_url": url, "seed_datasets": names}
 
 
-class VerdictForm(forms.Form):
-    """A reviewer's verdict with its rationale: the fields a queue asks for (VerdictFields),
-    or by default true, false or a 0..1 score. `answers()` gives what record_review stores."""
-
-    rationale = forms.CharField(
-        max_length=MAX_RATIONALE_CHARS,
-        strip=True,
-        error_messages={"required": "Give a rationale: what in the response decides it."},
-    )
-    # The queue the item was opened from (its slug): record-and-next stays inside it.
-    queue = forms.SlugField(required=False, max_length=80)
-    # "Record" rather than "record and next": stay on the item.
-    stay = forms.BooleanField(required=False)
-    # One token per rendered form: posting the same form twice records one verdict.
-    submission = forms.UUIDField(
-        error_messages={"required": "The form is incomplete; reload the page."}
-    )
-
-    def __init__(self, *args: Any, asked: VerdictFields | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # None: the default form (true, false, or a score).
-        self.asked = asked
-        if asked is None:
-            self.fields["verdict"] = forms.ChoiceField(
-                choices=[("true", "true"), ("false", "false"), ("float", "score 0..1")],
-                error_messages={"required": "Choose true, false or a score."},
-            )
-            self.fields["value"] = forms.FloatField(required=False, min_value=0.0, max_value=1.0)
-            return
-        if asked.true_false:
-            self.fields["verdict"] = forms.ChoiceField(
-                choices=[("true", "true"), ("false", "false")],
-                error_messages={"required": "Choose true or false."},
-            )
-        if asked.scale:
-            self.fields["scale"] = forms.FloatField(
-                min_value=0.0,
-                max_value=1.0,
-                error_messages={"required": "Give a score between 0 and 1."},
-            )
-        if asked.category:
-            self.fields["category"] = forms.ChoiceField(
-                choices=[(c, c) for c in asked.categories],
-                error_messages={"required": "Choose a category."},
-            )
-        if asked.notes:
-            self.fields["notes"] = forms.CharField(
-                required=False, max_length=MAX_NOTES_CHARS, strip=True
-            )
-
-    def clean(self) -> dict[str, Any]:
-        """A score verdict of the default form needs its value."""
-        data = super().clean() or {}
-        if self.asked is None and data.get("verdict") == "float" and data.get("value") is None:
-            self.add_error("value", "Give a score between 0 and 1.")
-        return data
-
-    def categories(self) -> list[tuple[int, str]]:
-        """The asked categories with their keys (1..9)."""
-        asked = self.asked.categories if self.asked is not None else ()
-        return list(enumerate(asked, start=1))
-
-    def problems(self) -> str:
-        """Every error in one sentence, for the message above the page."""
-        return " ".join(str(e) for errs in self.errors.values() for e in errs)
-
-    def answers(self) -> VerdictAnswers:
-        """The cleaned form as the answers record_review stores."""
-        data = self.cleaned_data
-        rationale = data["rationale"]
-        if self.asked is None:
-            if data["verdict"] == "float":
-                return VerdictAnswers(
-                    rationale=rationale,
-                    scale=float(data["value"]),
-                    fields=VerdictFields(true_false=False, scale=True),
-                )
-            return VerdictAnswers(
-                rationale=rationale, objective=data["verdict"] == "true", fields=VerdictFields()
-            )
-        asked = self.asked
-        return VerdictAnswers(
-            rationale=rationale,
-            objective=data["verdict"] == "true" if asked.true_false else None,
-            scale=float(data["scale"]) if asked.scale else None,
-            category=data["category"] if asked.category else None,
-            notes=data.get("notes") or "",
-            fields=asked,
-        )
-
-
 # ---------------------------------------------------------------------------------------------
 # Conversation page
 # ---------------------------------------------------------------------------------------------
@@ -289,13 +184,8 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
     404 for a queue the viewer cannot walk), the page claims the item and shows the place.
     """
     slug = request.GET.get("queue")
-    walk = _walk(request, queue_for(scope_for(request), slug)) if slug else None
+    walk = walk_for(request, queue_for(scope_for(request), slug)) if slug else None
     return _conversation_page(request, conversation_id, walk=walk)
-
-
-def _walk(request: HttpRequest, queue: ReviewQueue) -> QueueWalk:
-    """The signed-in viewer walking `queue`."""
-    return QueueWalk(queue, scope_for(request), cast("AccountUser", request.user))
 
 
 def _conversation_page(
@@ -485,7 +375,7 @@ def verdict(request: HttpRequest, attack_result_id: uuid.UUID) -> HttpResponse:
     if not scope.may_record_verdicts(result.operation_id):
         raise PermissionDenied("Recording verdicts needs the reviewer role in this operation.")
     slug = request.POST.get("queue") or ""
-    walk = _walk(request, queue_for(scope, slug)) if slug else None
+    walk = walk_for(request, queue_for(scope, slug)) if slug else None
     asked = walk.queue.verdict_fields() if walk is not None else None
     form = VerdictForm(request.POST, asked=asked)
     if not form.is_valid():
@@ -508,7 +398,7 @@ def verdict(request: HttpRequest, attack_result_id: uuid.UUID) -> HttpResponse:
     if form.cleaned_data["stay"]:
         return redirect(f"{page}?{urlencode({'queue': walk.queue.slug})}#verdicts")
     walk.release(result.pk)
-    return _step_to(request, walk, walk.hand_out(walk.key_of(result)) or _wrap(walk, result))
+    return step_to(request, walk, walk.hand_out(walk.key_of(result)) or wrap_around(walk, result))
 
 
 def _rejected(
@@ -517,148 +407,6 @@ def _rejected(
     """The conversation page again, status 400, the form as it was posted and why."""
     messages.error(request, f"Verdict not recorded: {form.problems()}")
     return _conversation_page(request, result.conversation_id, walk=walk, form=form, status=400)
-
-
-def _wrap(walk: QueueWalk, passed: AttackResult) -> AttackResult | None:
-    """Past the end of a queue of unreviewed results, back to the first one still waiting
-    (items come back when a claim is released or expires); other queues end there."""
-    if walk.queue.review != "unreviewed":
-        return None
-    return walk.hand_out(None, exclude=passed.pk)
-
-
-def _step_to(request: HttpRequest, walk: QueueWalk, item: AttackResult | None) -> HttpResponse:
-    """To the item's conversation in queue mode, or back to the queue when none is left."""
-    if item is None:
-        messages.info(request, "No further item in this queue is free right now.")
-        return redirect("scoring:queue_detail", slug=walk.queue.slug)
-    page = reverse("scoring:conversation_detail", args=[item.conversation_id])
-    return redirect(f"{page}?{urlencode({'queue': walk.queue.slug})}")
-
-
-# ---------------------------------------------------------------------------------------------
-# Review queues
-# ---------------------------------------------------------------------------------------------
-
-
-@require_GET
-@viewer_required
-def review_queue(request: HttpRequest) -> HttpResponse:
-    """The viewer's queues (built-in and named) with the number of items each holds.
-
-    The former `?view=<unreviewed|disagree|reviewed>` links land on the built-in queue (or,
-    with more filters, on the results list with the same filters and review state).
-    """
-    # Queries: session, user, memberships; the queues; every queue's count (one query).
-    view = request.GET.get("view")
-    if view is not None:
-        if view not in REVIEW_VIEWS:
-            return HttpResponseBadRequest("Unknown queue.")
-        rest = request.GET.copy()
-        for name in ("view", "cursor"):
-            rest.pop(name, None)
-        if any(v for values in rest.lists() for v in values[1]):
-            rest.setlist("review", [view])
-            return redirect(f"{reverse('scoring:attack_result_list')}?{rest.urlencode()}")
-        return redirect("scoring:queue_detail", slug=view)
-    scope = scope_for(request)
-    queues = list(visible_queues(scope)[:MAX_QUEUES_LISTED])
-    if not any(q.builtin for q in queues):
-        ensure_builtin_queues()
-        queues = list(visible_queues(scope)[:MAX_QUEUES_LISTED])
-    counts = awaiting_counts(queues, scope, cast("AccountUser", request.user))
-    context = {
-        "queues": [{"queue": q, "awaiting": counts.get(q.pk)} for q in queues],
-        "can_verdict": scope.records_any_verdicts(),
-    }
-    return render(request, "scoring/review_queue.html", context)
-
-
-@require_GET
-@viewer_required
-def queue_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    """One queue: its instructions, the viewer's progress, its items in queue order."""
-    # Queries: session, user, memberships; the queue; its counts; the viewer's verdicts
-    # today; one page of items; their latest human verdicts (+reviewer).
-    scope = scope_for(request)
-    walk = _walk(request, queue_for(scope, slug))
-    try:
-        number = max(1, min(int(request.GET.get("page") or 1), MAX_QUEUE_PAGES))
-    except ValueError:
-        return HttpResponseBadRequest("Unknown page.")
-    start = (number - 1) * QUEUE_PAGE_SIZE
-    items = list(walk.items()[start : start + QUEUE_PAGE_SIZE + 1])
-    more = len(items) > QUEUE_PAGE_SIZE
-    items = items[:QUEUE_PAGE_SIZE]
-    humans = latest_human_verdicts((r.pk for r in items), scope)
-    context = {
-        "queue": walk.queue,
-        "view": walk.queue.slug,
-        "walk_errors": walk.errors if not walk.valid else {},
-        "progress": walk.progress(None),
-        "rows": [result_summary(r, humans.get(r.pk)) for r in items],
-        "page_number": number,
-        "next_page": number + 1 if more and number < MAX_QUEUE_PAGES else None,
-        "previous_page": number - 1 if number > 1 else None,
-        "filter_chips": [
-            (name, value) for name, values in filter_data(walk.queue).lists() for value in values
-        ],
-        "results_query": filter_query(walk.queue),
-        "instructions": render_markdown(walk.queue.instructions) if walk.queue.instructions else "",
-        "can_verdict": scope.records_any_verdicts(),
-    }
-    return render(request, "scoring/queue_detail.html", context)
-
-
-@require_GET
-@viewer_required
-def queue_step(request: HttpRequest, slug: str, direction: str) -> HttpResponse:
-    """Hand the viewer the queue's next (or previous) item after `?from=<result id>`, or its
-    first one: claimed on the way, never one another reviewer holds."""
-    # Queries: session, user, memberships; the queue; the `from` result and its skip; per
-    # candidate (a few at most): the candidate, its claim.
-    scope = scope_for(request)
-    walk = _walk(request, queue_for(scope, slug))
-    raw = request.GET.get("from")
-    if not raw:
-        return _step_to(request, walk, walk.hand_out(None))
-    try:
-        from_id = uuid.UUID(raw)
-    except ValueError:
-        return HttpResponseBadRequest("Unknown item.")
-    current = (
-        AttackResult.objects.visible_to(scope)
-        .filter(pk=from_id)
-        .only("attack_result_id", "ingested_at", "conversation_id")
-        .first()
-    )
-    if current is None:
-        raise Http404("No such attack result.")
-    forward = direction == "next"
-    return _step_to(request, walk, walk.hand_out(walk.key_of(current), forward=forward))
-
-
-@require_POST
-@viewer_required
-def queue_skip(request: HttpRequest, slug: str, attack_result_id: uuid.UUID) -> HttpResponse:
-    """Pass over an item (optional `reason`): it moves to the end of the queue, the viewer's
-    claim ends, and the viewer goes on to the next free item."""
-    scope = scope_for(request)
-    walk = _walk(request, queue_for(scope, slug))
-    result = (
-        AttackResult.objects.visible_to(scope)
-        .filter(pk=attack_result_id)
-        .only("attack_result_id", "ingested_at", "conversation_id", "operation_id")
-        .first()
-    )
-    if result is None:
-        raise Http404("No such attack result.")
-    if not scope.may_record_verdicts(result.operation_id):
-        raise PermissionDenied("Skipping needs the reviewer role in this operation.")
-    key = walk.key_of(result)
-    walk.skip(result, (request.POST.get("reason") or "")[:MAX_SKIP_REASON_CHARS])
-    messages.info(request, "Skipped: it is now at the end of the queue.")
-    return _step_to(request, walk, walk.hand_out(key) or _wrap(walk, result))
 
 
 # ---------------------------------------------------------------------------------------------

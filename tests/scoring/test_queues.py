@@ -17,11 +17,11 @@ from django.utils import timezone
 from memory.models import AttackResult, Score
 from redteam.common.access import user_scope
 from redteam.common.models import Operation
+from scoring.forms import VerdictForm
 from scoring.models import ReviewClaim, ReviewQueue, ReviewSkip
 from scoring.queues import QueueWalk, queue_for
 from scoring.services import record_verdict
 from scoring.verdict_fields import VerdictAnswers, VerdictFields
-from scoring.views import VerdictForm
 from tests.access import grant
 from tests.memory.row_factories import make_attack_result, make_conversation
 from tests.scoring.row_factories import make_score, make_user
