@@ -250,7 +250,11 @@ class QueueWalk:
     # --- progress ------------------------------------------------------------------------
 
     def progress(self, key: Key | None) -> Progress:
-        """k of N, M left (two queries: the queue's counts, the viewer's verdicts today)."""
+        """k of N, M left, X today (two queries: the queue's counts, the viewer's verdicts).
+
+        Left: the items no other reviewer holds that still wait for a verdict (in a queue of
+        reviewed or disagreeing results, every such item: they wait to be re-checked).
+        """
         # Every condition is an annotation the sums read: the aggregate wraps the annotated
         # items in a subquery (the skip annotation is one), where outer references resolve.
         left = Q(~self.held_by_others())

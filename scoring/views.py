@@ -1,4 +1,6 @@
-"""Review pages that show scores: conversation, attack results, objective, queue, dashboard.
+"""Review pages that show scores: conversation, attack results, objective, dashboard, and
+recording a verdict (the queue pages are scoring.queue_views; a conversation opened from a
+queue shows its place in it and record-and-next stays inside it).
 
 Every read starts from `visible_to(scope_for(request))` (redteam.common.access): a row of an
 operation the viewer is not a member of is a 404, never a 403 that would confirm it exists,
