@@ -249,6 +249,9 @@ def _pages(ids: dict[str, str]) -> list[str]:
         f"/objectives/{ids['objective']}/",
         "/review/",
         "/review/?view=reviewed",
+        "/review/unreviewed/",
+        reverse("scoring:conversation_detail", args=[ids["hostile_conversation"]])
+        + "?queue=unreviewed",
         "/scored-content/",
         f"/scored-content/{ids['content']}/",
         "/scenarios/",
