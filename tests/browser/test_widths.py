@@ -299,6 +299,31 @@ def test_no_page_scrolls_sideways_at_any_width(
         anonymous.close()
     assert not problems, "pages scroll sideways:\n" + "\n".join(problems)
 
+    # Narrow: the list's rows are stacked cards, each value labelled with its column.
+    page.set_viewport_size({"width": 800, "height": HEIGHT})
+    page.goto("/conversations/")
+    cell = page.locator("#conversations tbody tr td.preview").first
+    assert cell.evaluate("td => getComputedStyle(td).display") == "block"
+    label = cell.evaluate("td => getComputedStyle(td, '::before').content")
+    assert label == '"First user text"', label
+    # Wide: a table whose columns fit stays a table.
+    page.set_viewport_size({"width": 1280, "height": HEIGHT})
+    page.goto("/review/")
+    assert page.locator("#results td.preview").first.evaluate(
+        "td => getComputedStyle(td).display"
+    ) == "table-cell"
+
+    # A chip cut with an ellipsis shows its whole text: a tooltip, and in full when clicked.
+    page.goto(reverse("scoring:conversation_detail", args=[wide_world["long_conversation"]]))
+    chip = page.locator("dd span.chip", has_text="W0000").first
+    assert chip.evaluate("c => c.scrollWidth > c.clientWidth")
+    chip.hover()
+    title = chip.get_attribute("title") or ""
+    assert title == chip.text_content() and len(title) > 150, title[:80]
+    chip.click()
+    assert chip.evaluate("c => c.scrollWidth <= c.clientWidth")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+
 
 def _verdict_button_on_screen(page: Any) -> dict[str, Any]:
     return dict(
@@ -338,3 +363,14 @@ def test_verdict_button_stays_on_screen_while_reading(
     expect(page.locator("#verdict-form button[type=submit]")).to_be_in_viewport()
     expect(page.locator("#verdict-rationale")).to_have_value("Still here after scrolling")
     assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+    # Folded, the panel is one line and hides nothing it holds; a verdict key unfolds it.
+    page.locator("#verdict-dock > summary").click()
+    expect(page.locator("#verdict-rationale")).to_be_hidden()
+    folded = page.locator("#verdict-dock").bounding_box()
+    assert folded is not None and folded["height"] < 80, folded
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("f")
+    expect(page.locator("#verdict-false")).to_be_checked()
+    expect(page.locator("#verdict-rationale")).to_be_focused()
+    expect(page.locator("#verdict-rationale")).to_have_value("Still here after scrolling")
