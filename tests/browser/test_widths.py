@@ -46,7 +46,7 @@ OVERFLOW_JS = """() => {
   if (doc.scrollWidth <= width) return null;
   const name = (el) => {
     const parts = [];
-    for (let node = el; node && node.nodeType === 1 && parts.length < 5; node = node.parentElement) {
+    for (let node = el; node && parts.length < 5; node = node.parentElement) {
       let part = node.tagName.toLowerCase();
       if (node.id) { parts.unshift(part + "#" + node.id); break; }
       const classes = Array.from(node.classList).slice(0, 3);
@@ -69,9 +69,11 @@ OVERFLOW_JS = """() => {
     const right = reach(el);
     if (right <= limit) continue;
     const parent = el.parentElement;
-    const outermost = !parent || parent === document.body || parent.getBoundingClientRect().right <= limit;
-    if (outermost) culprits.push([Math.round(right), name(el)]);
-    if (!Array.from(el.children).some((child) => reach(child) > limit)) inner.push([Math.round(right), name(el)]);
+    const top = !parent || parent === document.body;
+    const entry = [Math.round(right), name(el)];
+    if (top || parent.getBoundingClientRect().right <= limit) culprits.push(entry);
+    const leaf = !Array.from(el.children).some((child) => reach(child) > limit);
+    if (leaf) inner.push(entry);
   }
   culprits.sort((a, b) => b[0] - a[0]);
   inner.sort((a, b) => b[0] - a[0]);
@@ -218,7 +220,8 @@ def wide_world(fixtures_dir: Path) -> dict[str, str]:
     assert other_target is not None
     scenario = ScenarioResult.objects.first()
     content = ScorableContent.objects.first()
-    assert scenario is not None and content is not None
+    assert scenario is not None
+    assert content is not None
     seed = Seed.objects.filter(dataset=dataset).first()
     assert seed is not None
     return {
@@ -267,7 +270,8 @@ def _pages(ids: dict[str, str]) -> list[str]:
 
 def _overflow(page: Any, url: str, width: int) -> str | None:
     response = page.goto(url)
-    assert response is not None and response.status == 200, f"{url}: {response and response.status}"
+    assert response is not None, url
+    assert response.status == 200, f"{url}: {response.status}"
     found = page.evaluate(OVERFLOW_JS)
     if found is None:
         return None
@@ -309,9 +313,10 @@ def test_no_page_scrolls_sideways_at_any_width(
     # Wide: a table whose columns fit stays a table.
     page.set_viewport_size({"width": 1280, "height": HEIGHT})
     page.goto("/review/")
-    assert page.locator("#results td.preview").first.evaluate(
-        "td => getComputedStyle(td).display"
-    ) == "table-cell"
+    assert (
+        page.locator("#results td.preview").first.evaluate("td => getComputedStyle(td).display")
+        == "table-cell"
+    )
 
     # A chip cut with an ellipsis shows its whole text: a tooltip, and in full when clicked.
     page.goto(reverse("scoring:conversation_detail", args=[wide_world["long_conversation"]]))
@@ -319,7 +324,8 @@ def test_no_page_scrolls_sideways_at_any_width(
     assert chip.evaluate("c => c.scrollWidth > c.clientWidth")
     chip.hover()
     title = chip.get_attribute("title") or ""
-    assert title == chip.text_content() and len(title) > 150, title[:80]
+    assert title == chip.text_content(), title[:80]
+    assert len(title) > 150, title
     chip.click()
     assert chip.evaluate("c => c.scrollWidth <= c.clientWidth")
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
@@ -341,7 +347,7 @@ def _verdict_button_on_screen(page: Any) -> dict[str, Any]:
     )
 
 
-@pytest.mark.parametrize("width", (800, 1280))
+@pytest.mark.parametrize("width", [800, 1280])
 def test_verdict_button_stays_on_screen_while_reading(
     logged_in_page: Callable[..., Any], width: int
 ) -> None:
@@ -355,8 +361,10 @@ def test_verdict_button_stays_on_screen_while_reading(
     where = _verdict_button_on_screen(page)
     assert where["page"] > 4 * HEIGHT, where  # long enough that it would scroll away
     assert where["scrolled"] > HEIGHT, where
-    assert 0 <= where["top"] and where["bottom"] <= where["height"], where
-    assert 0 <= where["left"] and where["right"] <= where["width"], where
+    assert where["top"] >= 0, where
+    assert where["bottom"] <= where["height"], where
+    assert where["left"] >= 0, where
+    assert where["right"] <= where["width"], where
     # Typing, then reading on: the button and the typed text stay.
     page.fill("#verdict-rationale", "Still here after scrolling")
     page.mouse.wheel(0, 3 * HEIGHT)
@@ -368,7 +376,8 @@ def test_verdict_button_stays_on_screen_while_reading(
     page.locator("#verdict-dock > summary").click()
     expect(page.locator("#verdict-rationale")).to_be_hidden()
     folded = page.locator("#verdict-dock").bounding_box()
-    assert folded is not None and folded["height"] < 80, folded
+    assert folded is not None
+    assert folded["height"] < 80, folded
     page.locator("body").click(position={"x": 5, "y": 5})
     page.keyboard.press("f")
     expect(page.locator("#verdict-false")).to_be_checked()
