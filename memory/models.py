@@ -41,6 +41,7 @@ from redteam.core.enums import (
     SCORE_STATUSES,
     SCORE_TYPES,
 )
+from redteam.core.identity import display as naming
 from redteam.core.textview import MAX_METADATA_CHARS, visible_json
 
 
@@ -84,6 +85,10 @@ class ComponentIdentifier(models.Model):
     # True when the hash could not be recomputed from the stored params (truncated legacy row).
     hash_is_stored = models.BooleanField(default=False)
     first_seen_at = models.DateTimeField(auto_now_add=True)
+    # What people call it ("OpenAIChatTarget · gpt-4o") and what it is (target, scorer,
+    # converter, attack, other): redteam.core.identity.display, filled when the row is made.
+    display_name = ExactCharField(max_length=naming.MAX_DISPLAY_NAME, blank=True, default="")
+    kind = ExactCharField(max_length=16, blank=True, default="", db_index=True)
 
     objects = IdentifierQuerySet.as_manager()
 
@@ -97,6 +102,14 @@ class ComponentIdentifier(models.Model):
 
     def __str__(self) -> str:
         return f"{self.class_name}::{self.hash[:8]}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Fill the display name and kind from the class and params when not given."""
+        if not self.display_name:
+            self.display_name = naming.display_name(self.class_name, self.params)
+        if not self.kind:
+            self.kind = naming.identifier_kind(self.class_name, self.class_module)
+        super().save(*args, **kwargs)
 
 
 class IdentifierOperation(models.Model):

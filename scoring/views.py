@@ -508,7 +508,7 @@ def attack_result_detail(request: HttpRequest, attack_result_id: uuid.UUID) -> H
             if result.last_score_id
             else Q(attack_result_id=result.pk, source="human")
         )
-        .select_related("scorer_dump", "reviewer")
+        .select_related("scorer_identifier", "scorer_dump", "reviewer")
         .order_by("-timestamp", "-ingested_at")
     )
     tree_once = TreesOnce()
@@ -642,6 +642,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     charts = [_chart_context(chart) for chart in data.charts]
     context = {
         "data": data,
+        "headline": data.headline,
         "charts": charts,
         "label_key": label_key,
         "can_refresh": can_refresh,
@@ -650,7 +651,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 
 
 def _chart_context(chart: Chart) -> dict[str, Any]:
-    """Bars with links to the conversation list filtered to each key (and outcome)."""
+    """Bars with links to the conversation list filtered to each key (and outcome); target
+    bars carry their identifier hash (shown short beside the name)."""
     base = reverse("memory:conversation_list")
     if chart.dimension.startswith(LABEL_PREFIX):
         label_key = chart.dimension.removeprefix(LABEL_PREFIX)
@@ -669,6 +671,7 @@ def _chart_context(chart: Chart) -> dict[str, Any]:
         bars.append(
             {
                 "bar": bar,
+                "hash": bar.key if chart.dimension == "target" and bar.key != NONE_KEY else None,
                 "href": f"{base}?{urlencode(params)}" if params else None,
                 "width": max(1, round(100 * bar.total / scale)),
                 "segments": [

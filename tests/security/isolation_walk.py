@@ -21,7 +21,12 @@ import django_filters as df
 from django.test import Client
 from django.urls import get_resolver
 
-from memory.filters import AttackResultFilterSet, ConversationFilterSet, ScenarioResultFilterSet
+from memory.filters import (
+    AttackResultFilterSet,
+    ConversationFilterSet,
+    IdentifierIndexFilterSet,
+    ScenarioResultFilterSet,
+)
 from scoring.review import REVIEW_VIEWS
 from tests.security.conftest import Memory
 from tests.security.operation_worlds import (
@@ -63,11 +68,13 @@ PAGE_FILTERSETS: dict[str, type[df.FilterSet]] = {
     "scoring:attack_result_list": AttackResultFilterSet,
     "scoring:review_queue": AttackResultFilterSet,
     "memory:scenario_list": ScenarioResultFilterSet,
+    "memory:identifier_index": IdentifierIndexFilterSet,
 }
 # Filter values that select no operation in particular (each one probes what the filter adds
 # to the answer: counts, choices, rows).
 GENERIC_FILTER_VALUES: dict[str, list[str]] = {
     "outcome": ["success", "failure"],
+    "kind": ["target", "scorer", "converter", "attack", "other"],
     "data_type": ["image_path", "text"],
     "not_data_type": ["text"],
     "original_data_type": ["image_path"],
