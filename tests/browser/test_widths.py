@@ -258,6 +258,8 @@ def _pages(ids: dict[str, str]) -> list[str]:
         f"/scenarios/{ids['scenario']}/",
         "/dashboard/",
         "/dashboard/?label_key=long",
+        "/identifiers/",
+        "/identifiers/?q=W0000",
         f"/identifiers/{ids['target']}/",
         f"/identifiers/diff/?a={ids['target']}&b={ids['other_target']}",
         "/seeds/",
