@@ -66,6 +66,11 @@
       pending = true;
       window.requestAnimationFrame(function () { pending = false; fit(); });
     });
+    // A table inside a folded <details> is measured again when it is unfolded.
+    document.addEventListener("toggle", function (event) {
+      var target = event.target;
+      if (target instanceof Element && target.querySelector("table.rows")) fit();
+    }, true);
   }
 
   var CUT = ".chip, .badge, .mono, .who";
