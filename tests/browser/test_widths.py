@@ -305,6 +305,31 @@ def test_no_page_scrolls_sideways_at_any_width(
         anonymous.close()
     assert not problems, "pages scroll sideways:\n" + "\n".join(problems)
 
+    # Without script: the lists still fit (cells break anywhere) and stack on narrow screens.
+    plain = browser.new_context(base_url=live_server.url, java_script_enabled=False)
+    try:
+        bare = plain.new_page()
+        bare.goto("/accounts/login/")
+        bare.fill("#id_username", "wide")
+        bare.fill("#id_password", PASSWORD)
+        with bare.expect_navigation():
+            bare.click("form.login-form button[type=submit]")
+        for width in (800, 1280):
+            bare.set_viewport_size({"width": width, "height": HEIGHT})
+            for url in ("/conversations/", "/attack-results/", "/review/", "/seeds/"):
+                problem = _overflow(bare, url, width)
+                assert problem is None, f"without script: {problem}"
+        bare.set_viewport_size({"width": 800, "height": HEIGHT})
+        bare.goto("/conversations/")
+        assert (
+            bare.locator("#conversations td.preview").first.evaluate(
+                "td => getComputedStyle(td).display"
+            )
+            == "block"
+        )
+    finally:
+        plain.close()
+
     # Narrow: the list's rows are stacked cards, each value labelled with its column.
     page.set_viewport_size({"width": 800, "height": HEIGHT})
     page.goto("/conversations/")
