@@ -27,6 +27,13 @@ from tests.access import grant_everywhere
 from tests.browser.test_review import MARKERS, _garak_payloads, _ingest_hostile
 from tests.memory import factories as pyrit
 from tests.memory.row_factories import make_media
+from tests.security.test_hostile_content import (
+    HANDWRITTEN,
+    HUGE_LINE,
+    RTL,
+    TAG_SMUGGLED,
+    ZERO_WIDTH,
+)
 from tests.seeds.factories import make_dataset, make_group
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("transactional_db")]
@@ -204,9 +211,12 @@ def _long_seeds() -> SeedDataset:
 
 @pytest.fixture
 def wide_world(fixtures_dir: Path) -> dict[str, str]:
-    """Demo data, the hostile fixtures and the long tokens; a superuser who leads everything."""
+    """Demo data, the hostile fixtures (garak's payloads, the security corpus's handwritten
+    ones, hidden characters and a 250,000-character line) and the long tokens; a superuser
+    who leads everything."""
     call_command("load_demo", "--password", PASSWORD, stdout=StringIO())
-    hostile = _ingest_hostile(_garak_payloads(fixtures_dir) + MARKERS)
+    extra = [*HANDWRITTEN, TAG_SMUGGLED, RTL, ZERO_WIDTH, HUGE_LINE]
+    hostile = _ingest_hostile(_garak_payloads(fixtures_dir) + MARKERS + extra)
     long = _long_run()
     long_conversation = _long_conversation()
     dataset = _long_seeds()
