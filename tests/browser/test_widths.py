@@ -349,7 +349,7 @@ def test_no_page_scrolls_sideways_at_any_width(
     assert label == '"First user text"', label
     # Wide: a table whose columns fit stays a table.
     page.set_viewport_size({"width": 1280, "height": HEIGHT})
-    page.goto("/review/")
+    page.goto("/attack-results/")
     assert (
         page.locator("#results td.preview").first.evaluate("td => getComputedStyle(td).display")
         == "table-cell"
