@@ -41,7 +41,7 @@ MAX_PAGE_TEXT_CHARS = 1_000_000
 # MAX_DECODE_INPUT_CHARS of each value) and renders as markdown (at most MAX_MARKDOWN_CHARS of
 # each): past them values show their text only, so a thousand long pieces stay a fast page.
 MAX_PAGE_DECODE_CHARS = 200_000
-MAX_PAGE_MARKDOWN_CHARS = 200_000
+MAX_PAGE_MARKDOWN_CHARS = 100_000
 # A value longer than a screen (characters or lines) starts collapsed with "show all".
 LONG_TEXT_CHARS = 1_500
 LONG_TEXT_LINES = 25
