@@ -58,10 +58,12 @@ _JSON_TYPES = frozenset({"function_call", "tool_call", "function_call_output"})
 _DIFFABLE = frozenset({"text", "reasoning", "error", "url"})
 _DECODABLE = frozenset({"text", "json", "reasoning", "error", "url"})
 # Markdown syntax at a line start (heading, list item, quote, fence, table row) or inline
-# (bold, code, link). Line-start patterns use [ \t]* so a run of blank lines is not rescanned.
+# (bold, code, link). Linear on hostile text: line-start patterns use [ \t]* so a run of blank
+# lines is not rescanned, and each inline span stops at the character that would start the next
+# (a line of ten thousand "[" is scanned once, not once per bracket).
 _MARKDOWN_RE = re.compile(
     r"(?m)^(?:#{1,6}[ \t]|[ \t]*[-*+][ \t]|[ \t]*\d{1,3}[.)][ \t]|>|```|~~~|\|[^\n]*\|)"
-    r"|\*\*[^*\n]+\*\*|__[^_\n]+__|`[^`\n]+`|\[[^\]\n]+\]\([^)\s]+\)"
+    r"|\*\*[^*\n]+\*\*|__[^_\n]+__|`[^`\n]+`|\[[^\[\]\n]+\]\([^()\[\]\s]+\)"
 )
 
 

@@ -243,7 +243,9 @@ def test_looks_like_markdown() -> None:
     assert looks_like_markdown("text\n- item")
     assert looks_like_markdown("see [docs](https://e.example)")
     assert not looks_like_markdown("Plain words, a sentence; nothing more.")
-    assert not looks_like_markdown("\n" * 100_000)
+    # Hostile text is scanned once (each of these was quadratic in a naive pattern).
+    for hostile in ("\n" * 100_000, "[" * 50_000, "[a](x" * 10_000, "*" * 50_000):
+        assert not looks_like_markdown(hostile)
 
 
 # --- long pieces, JSON ----------------------------------------------------------------------
