@@ -50,7 +50,7 @@ def scored_content_list(request: HttpRequest) -> HttpResponse:
 def scored_content_detail(request: HttpRequest, content_id: uuid.UUID) -> HttpResponse:
     """One piece of scored loose content with every visible score taken over it (404 when no
     score of the viewer's operations scored it)."""
-    # Queries: session, user, memberships; the content; its scores (+scorer dumps).
+    # Queries: session, user, memberships; the content; its scores (+scorers, their dumps).
     scope = scope_for(request)
     content = ScorableContent.objects.visible_to(scope).filter(pk=content_id).first()
     if content is None:
@@ -58,7 +58,7 @@ def scored_content_detail(request: HttpRequest, content_id: uuid.UUID) -> HttpRe
     scores = list(
         Score.objects.visible_to(scope)
         .filter(loose_content=content)
-        .select_related("scorer_dump", "reviewer")
+        .select_related("scorer_identifier", "scorer_dump", "reviewer")
         .order_by("-timestamp", "-id")[:MAX_SCORES_SHOWN]
     )
     tree_once = TreesOnce()

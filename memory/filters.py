@@ -6,6 +6,7 @@ attack-result filters read AttackResult's denormalised columns. Both accept:
     label=key:value or key=value (repeatable; AND across keys, OR within a key), operation=,
     operator=
     target=<identifier hash or class name>, attack=<class>, converter=<class> (repeatable, all)
+    scorer=<identifier hash or class name> (attack results: the scorer of the last score)
     harm_category= (repeatable, any), outcome= (repeatable, any), after= / before= (date or
     ISO datetime, inclusive)
 
@@ -26,7 +27,8 @@ import django_filters as df
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import connection
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet, TextField
+from django.db.models.functions import Cast, Left
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
@@ -65,6 +67,7 @@ from redteam.common.filters import (
 )
 from redteam.common.lookups import JSONHasElement, JSONHasKeyValue
 from redteam.core.digests import is_sha256
+from redteam.core.identity.display import KINDS
 
 # PyRIT's own rule for label keys (get_attack_results); values are free text.
 LABEL_KEY_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
@@ -323,6 +326,8 @@ class AttackResultFilterSet(ScopedFilterSet):
     label = LabelFilter(field_name="labels")
     # The objective target inside the atomic-attack identifier.
     target = HashOrClassFilter(hash_field="target_hash", class_field="target_class", max_length=300)
+    # The scorer of the result's last score (PyRIT's last_score), by hash or class name.
+    scorer = df.CharFilter(method="filter_scorer", max_length=300)
     attack = df.CharFilter(field_name="attack_class", max_length=255)
     converter = ElementFilter(field_name="converter_classes", match="all")
     has_converters = StrictBooleanFilter(method="filter_has_converters")
@@ -336,6 +341,18 @@ class AttackResultFilterSet(ScopedFilterSet):
     class Meta:
         model = AttackResult
         fields: list[str] = []
+
+    def filter_scorer(
+        self, qs: QuerySet[AttackResult], name: str, value: str
+    ) -> QuerySet[AttackResult]:
+        """Results whose last score is a visible score by this scorer (hash or class name)."""
+        if not value.strip():
+            return qs
+        last = Score.objects.visible_to(self.scope).filter(
+            hash_or_class(value, "scorer_identifier_id", "scorer_class"),
+            id=OuterRef("last_score_id"),
+        )
+        return qs.filter(Exists(last))
 
     def filter_has_converters(
         self, qs: QuerySet[AttackResult], name: str, value: bool | None
@@ -539,6 +556,42 @@ class IdentifierFilterSet(ScopedFilterSet):
                 Score.objects.visible_to(scope).filter(scorer_identifier_id=ref)
             ) | Exists(pieces.filter(scorer_identifier_id=ref))
         return qs.filter(used)
+
+
+# Characters of an identifier's params JSON a search reads: a hostile dump may carry a
+# megabyte-long system prompt, and a search must not read it all for every identifier.
+MAX_PARAMS_SEARCH_CHARS = 4000
+HASH_PREFIX_RE = re.compile(r"^[0-9a-f]{4,64}$")
+
+
+class IdentifierIndexFilterSet(ScopedFilterSet):
+    """The identifier index page: ``q`` searches the class name, the display name (model
+    names), a hash prefix (4+ lowercase hex digits) and the first MAX_PARAMS_SEARCH_CHARS
+    characters of the params JSON; ``kind`` is the stored kind (redteam.core.identity.display)."""
+
+    q = df.CharFilter(method="filter_q", label="Search", max_length=200)
+    kind = df.ChoiceFilter(choices=[(k, k) for k in KINDS], field_name="kind")
+
+    class Meta:
+        model = ComponentIdentifier
+        fields: list[str] = []
+
+    def filter_q(
+        self, qs: QuerySet[ComponentIdentifier], name: str, value: str
+    ) -> QuerySet[ComponentIdentifier]:
+        """Any of: class name, display name or params text contains it; hash starts with it."""
+        value = value.strip()
+        if not value:
+            return qs
+        params_text = Left(Cast("params", TextField()), MAX_PARAMS_SEARCH_CHARS)
+        condition = (
+            Q(class_name__icontains=value)
+            | Q(display_name__icontains=value)
+            | Q(params_text__icontains=value)
+        )
+        if HASH_PREFIX_RE.match(value.lower()):
+            condition |= Q(hash__startswith=value.lower())
+        return qs.alias(params_text=params_text).filter(condition)
 
 
 class ScorerFilter(MultiValueFilter):

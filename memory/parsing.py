@@ -34,6 +34,7 @@ from typing import Any, Final
 
 from redteam.core.digests import is_sha256
 from redteam.core.identity import ComponentIdentifier
+from redteam.core.identity.display import display_name, identifier_kind
 from redteam.core.outcomes import FieldError
 
 __all__ = [
@@ -355,6 +356,8 @@ def _node_row(node: ComponentIdentifier) -> dict[str, Any]:
         "eval_hash": node.eval_hash,
         # A legacy row's hash was computed on untruncated params: keep it, and say so.
         "hash_is_stored": node.stored_hash is not None and node.stored_hash != node.content_hash,
+        "display_name": display_name(node.class_name, node.params),
+        "kind": identifier_kind(node.class_name, node.class_module),
     }
 
 

@@ -349,6 +349,15 @@ class ScoreView:
         """Recorded by a reviewer."""
         return bool(self.score.source == "human")
 
+    @property
+    def scorer_name(self) -> str:
+        """The scorer's display name when its identifier was loaded with the score (never a
+        query of its own), else its class name."""
+        score = self.score
+        if Score.scorer_identifier.is_cached(score) and score.scorer_identifier is not None:
+            return str(score.scorer_identifier.display_name or score.scorer_class)
+        return str(score.scorer_class)
+
 
 def dump_tree(dump: IdentifierDump | None) -> TreeNode | None:
     """The display tree of a stored identifier dump; the row's hash (computed at ingest) wins

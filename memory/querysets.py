@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from django.db.models import Prefetch, Q, QuerySet, TextField
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Subquery, TextField
 from django.db.models.functions import Cast
 
 from memory.models import (
@@ -74,6 +74,7 @@ def conversations_for_list(scope: Scope) -> QuerySet[Conversation]:
             "preview",
             "target_identifier__hash",
             "target_identifier__class_name",
+            "target_identifier__display_name",
         )
         .order_by("-last_timestamp", "-conversation_id")
     )
@@ -105,11 +106,19 @@ def pieces_for_conversation(scope: Scope, conversation_id: str) -> QuerySet[Mess
     )
 
 
+def target_name() -> Subquery:
+    """The display name of a result's objective target (``target_name``): one primary-key
+    lookup per row shown, inside the row query."""
+    names = ComponentIdentifier.objects.filter(hash=OuterRef("target_hash"))
+    return Subquery(names.values("display_name")[:1])
+
+
 def attack_results_for_list(scope: Scope) -> QuerySet[AttackResult]:
     """Visible attack results for list pages, newest ingested first, without their bulky
-    columns."""
+    columns, with their target's display name (``target_name``)."""
     return (
         AttackResult.objects.visible_to(scope)
+        .annotate(target_name=target_name())
         .defer(*_RESULT_LIST_DEFERRED)
         .select_related("atomic_attack_identifier")
         .order_by("-ingested_at", "-attack_result_id")
@@ -121,14 +130,22 @@ MAX_RELATED_SHOWN = 50
 
 
 def attack_results_for_detail(scope: Scope) -> QuerySet[AttackResult]:
-    """Visible attack results with their identifier dump, last response and the first
-    MAX_RELATED_SHOWN related conversations (as ``related_shown``)."""
+    """Visible attack results with their identifier dump, last response, target display name
+    (``target_name``) and the first MAX_RELATED_SHOWN related conversations (as
+    ``related_shown``), each annotated ``ingested``: whether that conversation is stored and
+    visible (its page exists)."""
     # A result may name thousands of related conversations: the page lists the first few
     # (a sliced prefetch is one windowed query, whatever the number of results). The
-    # references are the result's own data (PyRIT's related_conversations), visible with it.
-    related = ConversationReference.objects.order_by("conversation_type", "conversation_id")
+    # references are the result's own data (PyRIT's related_conversations), visible with it;
+    # the conversations they name may never have been sent, or be another operation's.
+    related = ConversationReference.objects.annotate(
+        ingested=Exists(
+            Conversation.objects.visible_to(scope).filter(pk=OuterRef("conversation_id"))
+        )
+    ).order_by("conversation_type", "conversation_id")
     return (
         AttackResult.objects.visible_to(scope)
+        .annotate(target_name=target_name())
         .select_related(
             "atomic_attack_identifier", "atomic_attack_dump", "last_response", "conversation"
         )

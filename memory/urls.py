@@ -11,6 +11,7 @@ app_name = "memory"
 
 urlpatterns = [
     path("conversations/", views.conversation_list, name="conversation_list"),
+    path("identifiers/", views.identifier_index, name="identifier_index"),
     path("identifiers/diff/", views.identifier_diff, name="identifier_diff"),
     path("identifiers/<sha256:hash>/", views.identifier_detail, name="identifier_detail"),
     path("media/<sha256:sha256>/", views.media, name="media"),

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
-from django.db.models import Q
+from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.http.response import HttpResponseBase
 from django.shortcuts import render
@@ -21,12 +21,13 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from memory.filters import ConversationFilterSet
+from memory.filters import ConversationFilterSet, IdentifierIndexFilterSet
 from memory.models import (
     AttackResult,
     ComponentIdentifier,
     Conversation,
     IdentifierDump,
+    IdentifierOperation,
     MessagePiece,
     PieceConverter,
     Score,
@@ -45,6 +46,7 @@ from redteam.common.pagination import filtered_list_page
 from redteam.common.roles import viewer_required
 from redteam.core.digests import SHA256_PATTERN, is_sha256
 from redteam.core.enums import ATTACK_OUTCOMES, PROMPT_DATA_TYPES
+from redteam.core.identity.display import KINDS
 from redteam.core.trees import diff_dumps, json_text, tree_from_dump
 from redteam.core.visible import visible_text
 from seeds.models import SeedDataset
@@ -58,13 +60,14 @@ MAX_USES = 20
 REPEATED_FILTERS = ("label", "converter", "harm_category")
 
 
-def class_name_suggestions(scope: Scope) -> list[str]:
-    """Distinct class names of the identifiers the scope sees (one query), for the filter
-    inputs: another operation's targets, attacks and converters are never suggested."""
+def class_name_suggestions(scope: Scope) -> list[tuple[str, str]]:
+    """Distinct (class name, kind) of the identifiers the scope sees (one query), for the
+    filter inputs: another operation's targets, attacks, converters and scorers are never
+    suggested."""
     return list(
         ComponentIdentifier.objects.visible_to(scope)
-        .order_by("class_name")
-        .values_list("class_name", flat=True)
+        .order_by("class_name", "kind")
+        .values_list("class_name", "kind")
         .distinct()[:MAX_CLASS_SUGGESTIONS]
     )
 
@@ -73,13 +76,15 @@ def filter_form_context(request: HttpRequest) -> dict[str, Any]:
     """What a filter form needs to re-display the current filters from the URL (suggestions
     from the viewer's operations only)."""
     values = {name: request.GET.getlist(name) for name in REPEATED_FILTERS}
+    suggestions = class_name_suggestions(scope_for(request))
     return {
         "repeated": values,
         "outcome_choices": ATTACK_OUTCOMES,
         "data_type_choices": PROMPT_DATA_TYPES,
         "selected_outcomes": request.GET.getlist("outcome"),
         "selected_data_types": request.GET.getlist("data_type"),
-        "class_names": class_name_suggestions(scope_for(request)),
+        "class_names": list(dict.fromkeys(name for name, _kind in suggestions)),
+        "scorer_classes": [name for name, kind in suggestions if kind == "scorer"],
     }
 
 
@@ -102,6 +107,42 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
         **filter_form_context(request),
     }
     return render(request, "memory/conversation_list.html", context, status=page.status)
+
+
+def _operation_uses(scope: Scope) -> Subquery:
+    """How many of the scope's operations use the identifier (a correlated count over the
+    small (identifier, operation) index)."""
+    uses = IdentifierOperation.objects.filter(identifier_id=OuterRef("pk"))
+    if not scope.everything:
+        uses = uses.filter(operation_id__in=sorted(scope.roles))
+    return Subquery(
+        uses.order_by().values("identifier_id").annotate(n=Count("*")).values("n")[:1],
+        output_field=IntegerField(),
+    )
+
+
+@require_GET
+@viewer_required
+def identifier_index(request: HttpRequest) -> HttpResponse:
+    """The identifiers used in the viewer's operations: searched by class, display name (a
+    model name), hash prefix or param value, filtered by kind, newest first, keyset-paginated.
+    Two rows can be picked for the diff page."""
+    # Queries: session, user, memberships, one page (with its operation-use counts).
+    scope = scope_for(request)
+    visible = (
+        ComponentIdentifier.objects.visible_to(scope)
+        .only("hash", "class_name", "class_module", "display_name", "kind", "first_seen_at")
+        .annotate(operations=_operation_uses(scope))
+    )
+    filterset = IdentifierIndexFilterSet(request.GET, queryset=visible, request=request)
+    page = filtered_list_page(request, filterset, ts_field="first_seen_at", pk_field="hash")
+    context = {
+        "filterset": filterset,
+        **page.context(),
+        "kinds": KINDS,
+        "has_filters": any(k not in ("cursor", "size") for k in request.GET),
+    }
+    return render(request, "memory/identifier_index.html", context, status=page.status)
 
 
 @require_GET

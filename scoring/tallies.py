@@ -19,23 +19,35 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max, OuterRef, Q, Subquery, Sum
+from django.db.models import Exists, Max, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
-from memory.models import AttackResult, Score, ScoreSource
+from memory.models import AttackResult, ComponentIdentifier, Score, ScoreSource, VerdictField
 from redteam.common.access import Scope
 from redteam.core.enums import ATTACK_OUTCOMES
 from redteam.core.outcomes import OutcomeCounts
+from redteam.core.stats import Rate, percent
 from scoring.models import OutcomeTally, TallySnapshot
-from scoring.review import human_scores, verdict_success
+from scoring.review import (
+    human_scores,
+    human_scores_as_of,
+    human_verdicts,
+    human_verdicts_as_of,
+    verdict_success,
+)
 
 DIMENSIONS = ("harm_category", "attack", "converter", "target")
+# Not charted: whether a human reviewed the result (keys REVIEWED / NOT_REVIEWED), for the
+# headline's share reviewed; counted with the other dimensions so it costs no query.
+REVIEW_DIMENSION = "reviewed"
+REVIEWED, NOT_REVIEWED = "yes", "no"
 NONE_KEY = "(none)"
 LABEL_PREFIX = "label:"
 # Results ingested in the last few minutes are counted live rather than in the snapshot, so a
 # batch still committing while the snapshot is taken is never missed.
 SNAPSHOT_MARGIN = timedelta(minutes=5)
 MAX_BARS = 25
+NAME_BATCH = 1000
 MAX_LABEL_KEYS = 200
 _FIELDS = (
     "pk",
@@ -69,7 +81,9 @@ def result_keys(row: Mapping[str, Any]) -> list[Key]:
     for conv in dict.fromkeys(str(c) for c in row["converter_classes"] or []) or [NONE_KEY]:
         keys.append(("converter", conv[:300], conv[:300]))
     if row["target_hash"]:
-        display = f"{row['target_class'] or 'target'}::{row['target_hash'][:8]}"
+        # The name people know (redteam.core.identity.display) when the row carries it; the
+        # refresh looks the names up once for every target it counted.
+        display = row.get("target_name") or row["target_class"] or "target"
         keys.append(("target", row["target_hash"], display))
     else:
         keys.append(("target", NONE_KEY, NONE_KEY))
@@ -95,12 +109,16 @@ def refresh_outcome_tallies(*, watermark: datetime | None = None) -> TallySnapsh
     taken_at = timezone.now()
     watermark = watermark or taken_at - SNAPSHOT_MARGIN
     humans: dict[Any, tuple[str, str | None]] = {}
-    for ar_id, score_type, value in (
-        human_scores()
-        .filter(attack_result__isnull=False, ingested_at__lte=watermark)
-        .values_list("attack_result_id", "score_type", "score_value")
+    # Reviewed: any standing verdict, a category too; the outcome: the deciding ones only.
+    reviewed_ids: set[Any] = set()
+    for ar_id, field, score_type, value in (
+        human_verdicts_as_of(watermark)
+        .filter(attack_result__isnull=False)
+        .values_list("attack_result_id", "verdict_field", "score_type", "score_value")
     ):
-        humans.setdefault(ar_id, (score_type, value))
+        reviewed_ids.add(ar_id)
+        if field != VerdictField.CATEGORY:
+            humans.setdefault(ar_id, (score_type, value))
     counts: Counter[tuple[int | None, str, str, str]] = Counter()
     displays: dict[tuple[str, str], str] = {}
     results = 0
@@ -111,6 +129,10 @@ def refresh_outcome_tallies(*, watermark: datetime | None = None) -> TallySnapsh
         for dimension, key, display in result_keys(row):
             counts[(row["operation_id"], dimension, key, outcome)] += 1
             displays[(dimension, key)] = display
+        reviewed = REVIEWED if row["pk"] in reviewed_ids else NOT_REVIEWED
+        counts[(row["operation_id"], REVIEW_DIMENSION, reviewed, outcome)] += 1
+        displays[(REVIEW_DIMENSION, reviewed)] = reviewed
+    displays.update(_target_names(key for dimension, key in displays if dimension == "target"))
     OutcomeTally.objects.all().delete()
     OutcomeTally.objects.bulk_create(
         [
@@ -133,6 +155,21 @@ def refresh_outcome_tallies(*, watermark: datetime | None = None) -> TallySnapsh
         results=results,
         duration_ms=int((time.monotonic() - started) * 1000),
     )
+
+
+def _target_names(hashes: Iterable[str]) -> dict[tuple[str, str], str]:
+    """("target", hash) -> display name of every stored target identifier among `hashes`
+    (one query per NAME_BATCH hashes)."""
+    wanted = sorted(h for h in set(hashes) if h != NONE_KEY)
+    names: dict[tuple[str, str], str] = {}
+    for start in range(0, len(wanted), NAME_BATCH):
+        batch = wanted[start : start + NAME_BATCH]
+        for hash_, name in ComponentIdentifier.objects.filter(hash__in=batch).values_list(
+            "hash", "display_name"
+        ):
+            if name:
+                names[("target", hash_)] = name
+    return names
 
 
 @dataclass(kw_only=True)
@@ -166,6 +203,36 @@ class Chart:
         return max((b.total for b in self.bars), default=0)
 
 
+@dataclass(frozen=True)
+class Headline:
+    """The dashboard's headline numbers over the viewer's results (effective outcomes)."""
+
+    results: int
+    counts: Mapping[str, int]
+    reviewed: int
+
+    @property
+    def rate(self) -> Rate:
+        """Attack success rate: successes of all results (PyRIT's objective_achieved_rate),
+        with n and its 95% Wilson interval."""
+        return Rate(successes=self.counts.get("success", 0), n=self.results)
+
+    @property
+    def undetermined(self) -> int:
+        """Results with no decided outcome."""
+        return self.counts.get("undetermined", 0)
+
+    @property
+    def errors(self) -> int:
+        """Results whose attack ended in an error."""
+        return self.counts.get("error", 0)
+
+    @property
+    def reviewed_percent(self) -> int:
+        """Share of results with a human verdict, in whole percent (rounded half up)."""
+        return percent(self.reviewed, self.results)
+
+
 @dataclass
 class Dashboard:
     """Everything the dashboard page shows, over the viewer's operations."""
@@ -178,29 +245,37 @@ class Dashboard:
     # The viewer's results counted in the snapshot, and those added since.
     snapshot_results: int
     live_results: int
+    headline: Headline
 
 
 def _dirty_results(watermark: datetime, scope: Scope) -> list[dict[str, Any]]:
-    """Visible results ingested after the snapshot, or given a human verdict after it (two
-    queries)."""
+    """Visible results ingested after the snapshot, or given (or withdrawn) a human verdict
+    after it (two queries)."""
     # Fetched first as literal ids: `ingested_at > W OR pk IN (<ids>)` is two index scans
     # (a BitmapOr); with a subquery in the OR, PostgreSQL scans the whole table instead.
+    # A verdict withdrawn since (undone or corrected) changes the outcome as well.
     re_reviewed = list(
         Score.objects.visible_to(scope)
-        .filter(source=ScoreSource.HUMAN, attack_result__isnull=False, ingested_at__gt=watermark)
+        .filter(source=ScoreSource.HUMAN, attack_result__isnull=False)
+        .filter(Q(ingested_at__gt=watermark) | Q(withdrawn_at__gt=watermark))
         .values_list("attack_result_id", flat=True)
         .distinct()
     )
 
     def latest(field_name: str, *, before: bool) -> Subquery:
-        qs = human_scores().filter(attack_result=OuterRef("pk"))
-        if before:
-            qs = qs.filter(ingested_at__lte=watermark)
+        qs = (human_scores_as_of(watermark) if before else human_scores()).filter(
+            attack_result=OuterRef("pk")
+        )
         return Subquery(qs.values(field_name)[:1])
+
+    def reviewed(*, before: bool) -> Exists:
+        qs = human_verdicts_as_of(watermark) if before else human_verdicts()
+        return Exists(qs.filter(attack_result=OuterRef("pk")))
 
     condition = Q(ingested_at__gt=watermark)
     if re_reviewed:
         condition |= Q(pk__in=re_reviewed)
+    names = ComponentIdentifier.objects.filter(hash=OuterRef("target_hash"))
     return list(
         AttackResult.objects.visible_to(scope)
         .filter(condition)
@@ -209,8 +284,20 @@ def _dirty_results(watermark: datetime, scope: Scope) -> list[dict[str, Any]]:
             human_value=latest("score_value", before=False),
             old_human_type=latest("score_type", before=True),
             old_human_value=latest("score_value", before=True),
+            reviewed_now=reviewed(before=False),
+            reviewed_then=reviewed(before=True),
+            target_name=Subquery(names.values("display_name")[:1]),
         )
-        .values(*_FIELDS, "human_type", "human_value", "old_human_type", "old_human_value")
+        .values(
+            *_FIELDS,
+            "human_type",
+            "human_value",
+            "old_human_type",
+            "old_human_value",
+            "reviewed_now",
+            "reviewed_then",
+            "target_name",
+        )
     )
 
 
@@ -228,8 +315,10 @@ def build_dashboard(label_key: str | None, scope: Scope) -> Dashboard:
     dimensions = [*DIMENSIONS]
     if label_key:
         dimensions.append(f"{LABEL_PREFIX}{label_key}")
-    counts: dict[str, dict[str, Bar]] = {d: {} for d in dimensions}
-    tallies = OutcomeTally.objects.visible_to(scope).filter(dimension__in=dimensions)
+    counts: dict[str, dict[str, Bar]] = {d: {} for d in [*dimensions, REVIEW_DIMENSION]}
+    tallies = OutcomeTally.objects.visible_to(scope).filter(
+        dimension__in=[*dimensions, REVIEW_DIMENSION]
+    )
     # One row per (dimension, key, outcome) whatever the number of operations summed.
     for tally in (
         tallies.values("dimension", "key", "outcome")
@@ -269,6 +358,13 @@ def build_dashboard(label_key: str | None, scope: Scope) -> Dashboard:
             if old_outcome is not None:
                 bar.counts[old_outcome] -= 1
             bar.counts[now_outcome] += 1
+        # Reviewed or not: before the snapshot (if it counted the result) and now.
+        reviews = counts[REVIEW_DIMENSION]
+        if old_outcome is not None:
+            was = REVIEWED if row["reviewed_then"] else NOT_REVIEWED
+            reviews.setdefault(was, Bar(key=was, display=was)).counts[old_outcome] -= 1
+        now = REVIEWED if row["reviewed_now"] else NOT_REVIEWED
+        reviews.setdefault(now, Bar(key=now, display=now)).counts[now_outcome] += 1
     charts = [_chart(d, counts[d].values()) for d in dimensions]
     return Dashboard(
         charts=charts,
@@ -278,7 +374,18 @@ def build_dashboard(label_key: str | None, scope: Scope) -> Dashboard:
         snapshot=snapshot,
         snapshot_results=snapshot_results,
         live_results=len(dirty),
+        headline=_headline(counts[_ONE_PER_RESULT].values(), counts[REVIEW_DIMENSION]),
     )
+
+
+def _headline(bars: Iterable[Bar], reviews: Mapping[str, Bar]) -> Headline:
+    """Totals by outcome over every result (each counts under exactly one attack bar)."""
+    totals = OutcomeCounts()
+    for bar in bars:
+        for outcome, n in bar.counts.items():
+            totals.add(outcome, n)
+    reviewed = reviews[REVIEWED].total if REVIEWED in reviews else 0
+    return Headline(results=totals.total, counts=dict(totals.counts), reviewed=reviewed)
 
 
 def _chart(dimension: str, bars: Iterable[Bar]) -> Chart:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from redteam.core.enums import ATTACK_OUTCOMES
+from redteam.core.stats import percent
 
 ItemStatus = Literal["stored", "unchanged", "rejected"]
 
@@ -63,8 +64,8 @@ class OutcomeCounts:
 
     @property
     def success_rate(self) -> int:
-        """Truncated percentage of successes, as PyRIT's objective_achieved_rate computes it."""
-        return int(self.counts["success"] * 100 / self.total) if self.total else 0
+        """Percentage of successes, rounded half up (2 of 3 is 67%; see redteam.core.stats)."""
+        return percent(self.counts["success"], self.total)
 
     def add(self, outcome: str, n: int) -> None:
         """Count n results with this outcome."""

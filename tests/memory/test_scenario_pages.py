@@ -31,7 +31,7 @@ def test_scenario_list_shows_runs_with_state_and_success_rate(reader_client: Cli
     assert "COMPLETED" in html
     assert "FAILED" in html
     assert "RuntimeError" in html
-    assert "33%" in html  # 2 successes of 6 results, truncated as PyRIT does
+    assert "33%" in html  # 2 successes of 6 results
 
 
 @pytest.mark.parametrize(
