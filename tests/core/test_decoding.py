@@ -145,6 +145,9 @@ ORDINARY = [
     "- item one\n- item two\n- item three",
     "---",
     '{"status_code": 400, "message": "content_filter: jailbreak detected"}',
+    "0x00" * 50 + "Z",
+    "x x x x x x x x x x x x",
+    "1 a 2 a 3 a 4 a 5 a 6 a 7 a 8 a 9",
 ]
 
 
@@ -214,6 +217,10 @@ HOSTILE_MEGABYTE = [
     ("the quick brown fox jumps over the lazy dog. " * 23_000)[:1_000_000],
     ("a%41-_+/0x41 .-/ 0101 " * 46_000)[:1_000_000],
     ("Uryyb jbeyq " * 90_000)[:1_000_000],
+    ("0x00" * 250_000) + "Z",
+    "[" * 1_000_000,
+    (". " * 500_000) + "a",
+    ("00:" * 340_000)[:1_000_000],
 ]
 
 
