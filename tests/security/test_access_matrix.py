@@ -115,6 +115,15 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     "scoring:verdict": ("page_verdict", "POST"),
     "scoring:objective_detail": ("page_read", "GET"),
     "scoring:review_queue": ("page_read", "GET"),
+    "scoring:queue_detail": ("page_read", "GET"),
+    "scoring:queue_step": ("page_read", "GET"),
+    # Skipping an item of a queue: as recording a verdict on it.
+    "scoring:queue_skip": ("page_verdict", "POST"),
+    # The viewer's own recent verdicts; editing or undoing one answers 404 for a submission
+    # that is not the viewer's (the matrix names none of theirs).
+    "scoring:my_verdicts": ("page_read", "GET"),
+    "scoring:edit_verdict": ("page_read", "GET"),
+    "scoring:undo_verdict": ("page_read", "POST"),
     "scoring:dashboard": ("page_read", "GET"),
 }
 LOGOUTS = {"logout", "admin:logout"}
@@ -169,6 +178,9 @@ def _fill(route: str, name: str, m: Memory) -> str:
         "object_id": "1",
         "id": "1",
         "content_type_id": "1",
+        "slug": "unreviewed",
+        "direction": "next",
+        "submission": "00000000-0000-4000-8000-000000000000",
     }
     pk = {
         "api:message-piece-detail": m.piece_id,
