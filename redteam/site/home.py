@@ -3,87 +3,47 @@ and the runs that arrived lately.
 
 Every read starts from `visible_to(scope)`, so another operation's queues, items and numbers
 never reach the page. The work is bounded whatever is stored: at most MAX_QUEUES_COUNTED
-queues are counted (one query each), each count stops at COUNT_CAP, and the other sections
-are one query each with a row limit.
+queues are counted (scoring.queues.awaiting_counts: one query for all of them), and the other
+sections are one query each with a row limit.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from django.db.models import Count, Max, QuerySet
-from django.http import QueryDict
-from django.urls import NoReverseMatch, reverse
+from django.db.models import Count, Max
+from django.urls import reverse
 from django.utils import timezone
 
-from memory.filters import AttackResultFilterSet
-from memory.models import AttackResult, Conversation
+from memory.models import Conversation
 from redteam.common.access import Scope
 from scoring.models import ReviewClaim, ReviewQueue, ReviewSkip
-from scoring.review import REVIEW_VIEWS, for_review
+from scoring.queues import awaiting_counts, visible_queues
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User as AccountUser
 
 MAX_QUEUES_COUNTED = 20
-# A queue's count stops here ("1000+"): counting every unreviewed result of a large
-# operation on each visit to the home page would cost more than the number is worth.
-COUNT_CAP = 1000
 MAX_CLAIMS_SHOWN = 20
 MAX_SKIPS_SHOWN = 20
 MAX_OPERATIONS_SHOWN = 20
 RECENT_HOURS = 24
 
 
-def queue_filter_data(queue: ReviewQueue) -> QueryDict:
-    """A queue's saved filter as the query parameters the results list reads."""
-    data = QueryDict(mutable=True)
-    filters = queue.filters if isinstance(queue.filters, dict) else {}
-    for name, values in filters.items():
-        listed = values if isinstance(values, list) else [values]
-        data.setlist(str(name), [str(v) for v in listed])
-    return data
-
-
-def queue_items(queue: ReviewQueue, scope: Scope) -> QuerySet[AttackResult] | None:
-    """The visible results a queue holds (its filter, then its review restriction); None when
-    the saved filter no longer validates (the page says so instead of a wider count)."""
-    # The FilterSet narrows what it is given to the scope's operations (visible_to).
-    filterset = AttackResultFilterSet(
-        queue_filter_data(queue), queryset=AttackResult.objects.all(), scope=scope
-    )
-    if not filterset.is_valid():
-        return None
-    qs: QuerySet[AttackResult] = filterset.qs
-    if queue.review in REVIEW_VIEWS:
-        qs = for_review(qs, queue.review)
-    return qs
-
-
-def queue_url(queue: ReviewQueue) -> str:
-    """Where a queue is worked: its own page; where that page is not installed, the
-    built-in review view of the same name, else the results list with the queue's filter."""
-    try:
-        return reverse("scoring:queue_detail", kwargs={"slug": queue.slug})
-    except NoReverseMatch:
-        pass
-    if queue.builtin and queue.slug in REVIEW_VIEWS:
-        return f"{reverse('scoring:review_queue')}?view={queue.slug}"
-    query = queue_filter_data(queue).urlencode()
-    return reverse("scoring:attack_result_list") + (f"?{query}" if query else "")
-
-
 @dataclass
 class QueueCount:
-    """One queue on the home page and how many of its items await review."""
+    """One queue on the home page and how many of its items await review (None: its saved
+    filter no longer validates)."""
 
     queue: ReviewQueue
     count: int | None
-    capped: bool = False
 
     @property
     def url(self) -> str:
         """Where the queue is worked."""
-        return queue_url(self.queue)
+        return reverse("scoring:queue_detail", kwargs={"slug": self.queue.slug})
 
     @property
     def invalid(self) -> bool:
@@ -91,39 +51,16 @@ class QueueCount:
         return self.count is None
 
 
-def count_items(queue: ReviewQueue, scope: Scope) -> QueueCount:
-    """A queue's item count, stopping at COUNT_CAP (one query)."""
-    items = queue_items(queue, scope)
-    if items is None:
-        return QueueCount(queue, None)
-    n = items.order_by().values("pk")[: COUNT_CAP + 1].count()
-    return QueueCount(queue, min(n, COUNT_CAP), capped=n > COUNT_CAP)
-
-
-def visible_queues(scope: Scope) -> tuple[list[ReviewQueue], int]:
-    """The first MAX_QUEUES_COUNTED live queues the viewer sees (built-ins first), and how
-    many more there are (one query)."""
-    rows = list(
-        ReviewQueue.objects.visible_to(scope)
-        .filter(archived=False)
-        .order_by("-builtin", "name", "pk")
-        .only("pk", "name", "slug", "operation_id", "filters", "review", "builtin")[
-            : MAX_QUEUES_COUNTED + 1
-        ]
-    )
+def queue_counts(scope: Scope, user: AccountUser) -> tuple[list[QueueCount], int]:
+    """The first MAX_QUEUES_COUNTED live queues the viewer sees (built-ins first) with their
+    counts, and how many more there are (two queries; three with more queues than shown)."""
+    queues = list(visible_queues(scope)[: MAX_QUEUES_COUNTED + 1])
     more = 0
-    if len(rows) > MAX_QUEUES_COUNTED:
-        more = (
-            ReviewQueue.objects.visible_to(scope).filter(archived=False).count()
-            - MAX_QUEUES_COUNTED
-        )
-    return rows[:MAX_QUEUES_COUNTED], more
-
-
-def queue_counts(scope: Scope) -> tuple[list[QueueCount], int]:
-    """Each shown queue with its count, and the number of queues not shown."""
-    queues, more = visible_queues(scope)
-    return [count_items(q, scope) for q in queues], more
+    if len(queues) > MAX_QUEUES_COUNTED:
+        more = visible_queues(scope).count() - MAX_QUEUES_COUNTED
+        queues = queues[:MAX_QUEUES_COUNTED]
+    counts = awaiting_counts(queues, scope, user)
+    return [QueueCount(q, counts.get(q.pk)) for q in queues], more
 
 
 def my_claims(user_id: int, scope: Scope, now: datetime) -> list[ReviewClaim]:
@@ -181,16 +118,15 @@ def recent_runs(scope: Scope, now: datetime) -> list[dict[str, Any]]:
     return [dict(row) for row in rows]
 
 
-def home_context(user_id: int, scope: Scope) -> dict[str, Any]:
+def home_context(user: AccountUser, scope: Scope) -> dict[str, Any]:
     """Everything the home page shows for a viewer with a role."""
     now = timezone.now()
-    counts, more = queue_counts(scope)
+    counts, more = queue_counts(scope, user)
     return {
         "queue_counts": counts,
         "more_queues": more,
-        "count_cap": COUNT_CAP,
-        "claims": my_claims(user_id, scope, now),
-        "skips": my_skips(user_id, scope),
+        "claims": my_claims(user.pk, scope, now),
+        "skips": my_skips(user.pk, scope),
         "recent_runs": recent_runs(scope, now),
         "recent_hours": RECENT_HOURS,
         "may_review": scope.records_any_verdicts(),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from django.contrib.auth.decorators import login_required
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -11,6 +13,9 @@ from django.views.defaults import page_not_found
 from redteam.common.access import scope_for
 from redteam.common.roles import NO_ROLE, no_role_response
 from redteam.site.home import home_context
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User as AccountUser
 
 # DRF's own wording, so an API client reads one message whichever layer refused it.
 API_FORBIDDEN = "You do not have permission to perform this action."
@@ -34,9 +39,7 @@ def home(request: HttpRequest) -> HttpResponse:
     scope = scope_for(request)
     if not scope.any:
         return no_role_response(request)
-    user_id = request.user.pk
-    assert user_id is not None  # signed in (login_required)
-    return render(request, "home.html", home_context(user_id, scope))
+    return render(request, "home.html", home_context(cast("AccountUser", request.user), scope))
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
