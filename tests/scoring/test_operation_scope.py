@@ -222,7 +222,7 @@ def test_dashboard_counts_only_the_members_operations(
     assert _totals(data, "label:their_label") == {}
     html = response.content.decode()
     assert "their-secret-harm" not in html
-    assert "a snapshot of 1 result ingested" in html
+    assert "counted 1 result ingested up to" in html
     # The same tallies summed for everyone: both operations' results.
     everything = build_dashboard(None, Scope.everything_scope())
     assert _totals(everything, "harm_category") == {"fraud": 2, "their-secret-harm": 2}
