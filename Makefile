@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export DEBUG ?= 1
 
-.PHONY: run test serve bench lint typecheck check install demo clean browser-deps
+.PHONY: run test serve bench lint typecheck check install demo clean browser-deps screenshots
 
 $(STAMP): pyproject.toml | .env
 	$(PYTHON) -m venv $(VENV)
@@ -59,3 +59,12 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache
+
+# README pictures (docs/screenshots/): the demo data in a scratch SQLite database, served from
+# the command's own process and photographed with Debian's chromium. Rerun after page changes.
+SHOTS_DB := $(CURDIR)/var/screenshots.sqlite3
+screenshots: $(STAMP)
+	mkdir -p var && rm -f $(SHOTS_DB)
+	DATABASE_URL=sqlite:///$(SHOTS_DB) $(PY) manage.py migrate --noinput -v 0
+	DATABASE_URL=sqlite:///$(SHOTS_DB) $(PY) manage.py load_demo --password screenshots-only
+	DATABASE_URL=sqlite:///$(SHOTS_DB) $(PY) manage.py screenshots --password screenshots-only --out docs/screenshots

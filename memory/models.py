@@ -582,6 +582,19 @@ class ScoreSource(models.TextChoices):
     HUMAN = "human", "human"
 
 
+class VerdictField(models.TextChoices):
+    """Which answer of a review a human verdict Score holds (blank for every other score).
+
+    One review (one submitted form) stores a Score per answered field; only the objective and
+    the scale decide an outcome (scoring.review), a category only classifies the result.
+    """
+
+    NONE = "", "not a review answer"
+    OBJECTIVE = "objective", "objective true/false"
+    SCALE = "scale", "0..1 scale"
+    CATEGORY = "category", "category"
+
+
 class ScorableContentQuerySet(ScopedQuerySet["ScorableContent"]):
     """Loose content is stored once for every operation: visible through a visible score."""
 
@@ -689,6 +702,21 @@ class Score(models.Model):
     # The verdict form's one-time token: a double click or a retried POST of the same form
     # finds its row through the unique constraint below instead of storing a second verdict.
     verdict_submission = models.UUIDField(null=True, blank=True, editable=False)
+    # The answer this verdict holds; a review's scores share `verdict_submission`.
+    verdict_field = ExactCharField(
+        max_length=16, choices=VerdictField.choices, blank=True, default=VerdictField.NONE
+    )
+    # A withdrawn verdict (undone, or replaced by its author's correction) is kept as history
+    # and no longer counts; `superseded_by` is the correcting review's submission.
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+    withdrawn_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    superseded_by = models.UUIDField(null=True, blank=True)
     ingested_at = models.DateTimeField(auto_now_add=True)
 
     objects = ScopedQuerySet["Score"].as_manager()
@@ -710,13 +738,21 @@ class Score(models.Model):
                 ),
                 name="score_value_null_iff_undetermined",
             ),
+            # One score per answered field of a submitted review form.
             models.UniqueConstraint(
-                fields=["reviewer", "verdict_submission"], name="verdict_submitted_once"
+                fields=["reviewer", "verdict_submission", "verdict_field"],
+                name="verdict_submitted_once",
             ),
         ]
         indexes = [
             models.Index(fields=["-timestamp", "-id"], name="score_recent_idx"),
             models.Index(fields=["source", "attack_result"], name="score_source_result_idx"),
+            # A reviewer's own verdicts, newest first ("my recent verdicts").
+            models.Index(
+                fields=["reviewer", "-timestamp", "-id"],
+                condition=models.Q(reviewer__isnull=False),
+                name="score_reviewer_recent_idx",
+            ),
         ]
 
     def __str__(self) -> str:

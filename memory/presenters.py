@@ -5,13 +5,20 @@ Templates only loop over these and autoescape; nothing here builds HTML.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.safestring import SafeString
+
 from memory.models import IdentifierDump, MessagePiece, PieceConverter, Score
 from memory.sensitive import Sensitivity
+from redteam.common.markdown import MAX_MARKDOWN_CHARS, render_markdown
 from redteam.common.media import is_inline_media
 from redteam.common.models import MediaBlob
+from redteam.core.decoding import MAX_INPUT_CHARS as MAX_DECODE_INPUT_CHARS
+from redteam.core.decoding import MAX_OUTPUT_CHARS as MAX_DECODED_CHARS
+from redteam.core.decoding import decodings
 from redteam.core.reassembly import group_by_sequence
 from redteam.core.textview import (
     MAX_DISPLAY_CHARS,
@@ -21,6 +28,7 @@ from redteam.core.textview import (
     display_text,
     pretty_json,
     visible_json,
+    visible_text,
     word_diff,
 )
 from redteam.core.trees import TreeNode, parse_dump
@@ -29,11 +37,47 @@ from redteam.core.trees import TreeNode, parse_dump
 # textview.MAX_DISPLAY_CHARS): a thousand 100k-character pieces would otherwise add up to a
 # 100 MB page. Past it, values show their length and the export note only.
 MAX_PAGE_TEXT_CHARS = 1_000_000
+# Characters of stored text one page decodes (redteam.core.decoding examines at most
+# MAX_DECODE_INPUT_CHARS of each value) and renders as markdown (at most MAX_MARKDOWN_CHARS of
+# each): past them values show their text only, so a thousand long pieces stay a fast page.
+MAX_PAGE_DECODE_CHARS = 200_000
+MAX_PAGE_MARKDOWN_CHARS = 200_000
+# A value longer than a screen (characters or lines) starts collapsed with "show all".
+LONG_TEXT_CHARS = 1_500
+LONG_TEXT_LINES = 25
+# Values starting like JSON and at most this long are parsed and shown indented.
+MAX_PRETTY_JSON_CHARS = 50_000
+# Score badges per line of the conversation outline (templates/memory/_outline.html).
+MAX_OUTLINE_SCORES = 4
+# Characters of a message's text the outline looks at for its first words.
+OUTLINE_PREVIEW_CHARS = 90
 
 # Browsers render these from our origin; anything else is offered as a download.
 _MEDIA_FAMILIES = {"image_path": "image/", "audio_path": "audio/", "video_path": "video/"}
 _JSON_TYPES = frozenset({"function_call", "tool_call", "function_call_output"})
 _DIFFABLE = frozenset({"text", "reasoning", "error", "url"})
+_DECODABLE = frozenset({"text", "json", "reasoning", "error", "url"})
+# Markdown syntax at a line start (heading, list item, quote, fence, table row) or inline
+# (bold, code, link). Line-start patterns use [ \t]* so a run of blank lines is not rescanned.
+_MARKDOWN_RE = re.compile(
+    r"(?m)^(?:#{1,6}[ \t]|[ \t]*[-*+][ \t]|[ \t]*\d{1,3}[.)][ \t]|>|```|~~~|\|[^\n]*\|)"
+    r"|\*\*[^*\n]+\*\*|__[^_\n]+__|`[^`\n]+`|\[[^\]\n]+\]\([^)\s]+\)"
+)
+
+
+def looks_like_markdown(text: str) -> bool:
+    """The text uses markdown syntax (in its first MAX_MARKDOWN_CHARS characters)."""
+    return _MARKDOWN_RE.search(text[:MAX_MARKDOWN_CHARS]) is not None
+
+
+@dataclass
+class DecodedView:
+    """A clean decoding of a value (redteam.core.decoding), ready for display as text."""
+
+    label: str
+    text: DisplayText
+    # The decoding was longer than redteam.core.decoding.MAX_OUTPUT_CHARS and was cut.
+    cut: bool = False
 
 
 @dataclass
@@ -46,6 +90,18 @@ class ValueView:
     media: MediaBlob | None = None
     # True when the uploaded bytes may be shown by an <img>/<audio>/<video> element.
     media_playable: bool = False
+    # Unique on the page (piece id and side): the ids of the value's toggles.
+    key: str = ""
+    # Decodings that came out cleanly (base64, ROT13, ...), shown beneath the text.
+    decoded: list[DecodedView] = field(default_factory=list)
+    # Markdown rendered and sanitized (redteam.common.markdown), shown by default; the raw
+    # text stays one toggle away. None: shown as text only.
+    markdown: SafeString | None = None
+    # Only the first MAX_MARKDOWN_CHARS characters were rendered.
+    markdown_cut: bool = False
+    # Longer than a screen: starts collapsed with "show all".
+    long: bool = False
+    lines: int = 0
 
 
 @dataclass
@@ -93,25 +149,116 @@ class MessageView:
         """The first piece's timestamp."""
         return self.pieces[0].piece.timestamp
 
+    @property
+    def outline_text(self) -> str:
+        """The start of the message's first text value (for the outline; cut and escaped
+        by the template), or its first piece's data type."""
+        for pv in self.pieces:
+            if pv.value.kind in _DECODABLE:
+                return " ".join(pv.piece.converted_value[: OUTLINE_PREVIEW_CHARS * 2].split())
+        return f"({self.pieces[0].piece.converted_value_data_type})" if self.pieces else ""
+
+    @property
+    def outline_scores(self) -> list[tuple[str, str]]:
+        """(label, badge class) of the message's first scores, for the outline."""
+        out: list[tuple[str, str]] = []
+        for pv in self.pieces:
+            for sv in pv.scores:
+                out.append(_score_badge(sv.score))
+                if len(out) >= MAX_OUTLINE_SCORES:
+                    return out
+        return out
+
+    @property
+    def outline_more_scores(self) -> int:
+        """Scores of the message the outline counts without a badge."""
+        return max(0, sum(len(pv.scores) for pv in self.pieces) - MAX_OUTLINE_SCORES)
+
+
+def _score_badge(score: Score) -> tuple[str, str]:
+    """A short label and badge class for one score. What "true" means depends on the scorer
+    (objective met, refusal found), so values are not coloured as outcomes."""
+    if score.status == "undetermined":
+        return "undetermined", "undetermined"
+    if score.source == "human":
+        return f"human {str(score.score_value)[:12]}", "human"
+    return str(score.score_value)[:12], ""
+
 
 @dataclass
 class TextBudget:
     """Characters of stored text a page may still show; each value takes what it shows."""
 
     remaining: int = MAX_PAGE_TEXT_CHARS
+    decode_remaining: int = MAX_PAGE_DECODE_CHARS
+    markdown_remaining: int = MAX_PAGE_MARKDOWN_CHARS
 
-    def text(self, value: str) -> DisplayText:
+    def text(self, value: str, limit: int = MAX_DISPLAY_CHARS) -> DisplayText:
         """The value prepared for display within what is left of the budget."""
-        shown = display_text(value, limit=max(0, min(MAX_DISPLAY_CHARS, self.remaining)))
+        shown = display_text(value, limit=max(0, min(limit, self.remaining)))
         self.remaining -= shown.shown
         return shown
 
+    def decoded(self, value: str) -> list[DecodedView]:
+        """The clean decodings of the value, while the page's decoding budget lasts."""
+        if self.decode_remaining <= 0 or self.remaining <= 0:
+            return []
+        examined = value[: min(MAX_DECODE_INPUT_CHARS, self.decode_remaining)]
+        self.decode_remaining -= len(examined)
+        return [
+            DecodedView(d.label, self.text(d.text, limit=MAX_DECODED_CHARS), d.truncated)
+            for d in decodings(examined)
+        ]
+
+    def markdown(self, value: str) -> SafeString | None:
+        """The value rendered as sanitized markdown, while the page's budget lasts."""
+        take = min(len(value), MAX_MARKDOWN_CHARS)
+        if take > self.markdown_remaining:
+            return None
+        self.markdown_remaining -= take
+        # Invisible characters become visible stand-ins first: rendered text cannot hide or
+        # reorder anything either.
+        return render_markdown(visible_text(value, limit=MAX_MARKDOWN_CHARS))
+
+
+def _pretty_if_json(value: str) -> str | None:
+    """Indented JSON when the value is a JSON object or array of readable size, else None."""
+    if len(value) > MAX_PRETTY_JSON_CHARS or value.lstrip()[:1] not in ("{", "["):
+        return None
+    return pretty_json(value)
+
+
+def _reading(view: ValueView, value: str, budget: TextBudget) -> ValueView:
+    """Add the reading aids to a text value: decodings, markdown, the long-text collapse."""
+    if view.kind not in _DECODABLE:
+        return view
+    view.decoded = budget.decoded(value)
+    view.lines = 1 + sum(chunk.count("\n") for kind, chunk in view.text.segments if kind == "t")
+    view.long = view.text.shown > LONG_TEXT_CHARS or view.lines > LONG_TEXT_LINES
+    # Markdown is rendered where it changes what a reader sees: text using its syntax (answers
+    # mostly). Prose without it reads the same raw, line breaks kept, with no toggle to learn.
+    if view.kind == "text" and looks_like_markdown(value):
+        view.markdown = budget.markdown(value)
+        view.markdown_cut = view.markdown is not None and len(value) > MAX_MARKDOWN_CHARS
+    return view
+
 
 def value_view(
-    data_type: str, value: str, media: MediaBlob | None, budget: TextBudget | None = None
+    data_type: str,
+    value: str,
+    media: MediaBlob | None,
+    budget: TextBudget | None = None,
 ) -> ValueView:
-    """Decide how one value is rendered, by data type and the sniffed type of its bytes."""
-    display = (budget or TextBudget()).text
+    """Decide how one value is rendered, by data type and the sniffed type of its bytes, with
+    its reading aids (decodings, markdown, collapse) for text."""
+    budget = budget or TextBudget()
+    return _reading(_value_view(data_type, value, media, budget), value, budget)
+
+
+def _value_view(
+    data_type: str, value: str, media: MediaBlob | None, budget: TextBudget
+) -> ValueView:
+    display = budget.text
     if data_type in _MEDIA_FAMILIES or data_type == "binary_path":
         kind = data_type.removesuffix("_path")
         family = _MEDIA_FAMILIES.get(data_type)
@@ -126,6 +273,12 @@ def value_view(
         pretty = pretty_json(value) if len(value) <= MAX_DISPLAY_CHARS else None
         return ValueView(data_type, "json", display(pretty if pretty is not None else value))
     kind = data_type if data_type in ("reasoning", "error", "url") else "text"
+    if kind in ("text", "error"):
+        # A text or error body that is JSON (an API error, an adversarial model's reply) reads
+        # better indented; one that does not parse is shown as it is.
+        pretty = _pretty_if_json(value)
+        if pretty is not None:
+            return ValueView(data_type, "json" if kind == "text" else kind, display(pretty))
     return ValueView(data_type, kind, display(value))
 
 
@@ -133,8 +286,12 @@ def piece_view(piece: MessagePiece, budget: TextBudget | None = None) -> PieceVi
     """Build the display model of one piece (uses only select_related/prefetched rows)."""
     budget = budget or TextBudget()
     converted = value_view(
-        piece.converted_value_data_type, piece.converted_value, piece.converted_media, budget
+        piece.converted_value_data_type,
+        piece.converted_value,
+        piece.converted_media,
+        budget,
     )
+    converted.key = f"{piece.id}-c"
     differs = (
         piece.original_value != piece.converted_value
         or piece.original_value_data_type != piece.converted_value_data_type
@@ -142,8 +299,12 @@ def piece_view(piece: MessagePiece, budget: TextBudget | None = None) -> PieceVi
     original = diff = None
     if differs:
         original = value_view(
-            piece.original_value_data_type, piece.original_value, piece.original_media, budget
+            piece.original_value_data_type,
+            piece.original_value,
+            piece.original_media,
+            budget,
         )
+        original.key = f"{piece.id}-o"
         # The diff shows what the values show: none once the page's text budget is spent.
         if budget.remaining > 0 and original.kind in _DIFFABLE and converted.kind in _DIFFABLE:
             diff = word_diff(piece.original_value, piece.converted_value)

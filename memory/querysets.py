@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from django.db.models import OuterRef, Prefetch, Q, QuerySet, Subquery, TextField
+from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Subquery, TextField
 from django.db.models.functions import Cast
 
 from memory.models import (
@@ -132,11 +132,17 @@ MAX_RELATED_SHOWN = 50
 def attack_results_for_detail(scope: Scope) -> QuerySet[AttackResult]:
     """Visible attack results with their identifier dump, last response, target display name
     (``target_name``) and the first MAX_RELATED_SHOWN related conversations (as
-    ``related_shown``)."""
+    ``related_shown``), each annotated ``ingested``: whether that conversation is stored and
+    visible (its page exists)."""
     # A result may name thousands of related conversations: the page lists the first few
     # (a sliced prefetch is one windowed query, whatever the number of results). The
-    # references are the result's own data (PyRIT's related_conversations), visible with it.
-    related = ConversationReference.objects.order_by("conversation_type", "conversation_id")
+    # references are the result's own data (PyRIT's related_conversations), visible with it;
+    # the conversations they name may never have been sent, or be another operation's.
+    related = ConversationReference.objects.annotate(
+        ingested=Exists(
+            Conversation.objects.visible_to(scope).filter(pk=OuterRef("conversation_id"))
+        )
+    ).order_by("conversation_type", "conversation_id")
     return (
         AttackResult.objects.visible_to(scope)
         .annotate(target_name=target_name())

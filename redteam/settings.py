@@ -195,6 +195,10 @@ AXES_CLIENT_IP_CALLABLE = "redteam.common.security.client_ip"
 REDTEAM_API_KEY_FAILURE_LIMIT: int = env.int("REDTEAM_API_KEY_FAILURE_LIMIT", default=20)
 REDTEAM_API_KEY_FAILURE_WINDOW: int = env.int("REDTEAM_API_KEY_FAILURE_WINDOW", default=900)
 
+# Review queues: opening an item holds it for this many minutes, so reviewers working one
+# queue never get the same item from "next" (scoring/queues.py).
+REVIEW_CLAIM_MINUTES: int = env.int("REVIEW_CLAIM_MINUTES", default=10)
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "login"

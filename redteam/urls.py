@@ -23,3 +23,5 @@ urlpatterns = [
 # A path no route matches (e.g. an id segment the storedid converter refuses) is still an API
 # answer under /api/: JSON, like every other API error, so clients parse one format.
 handler404 = "redteam.site.views.not_found"
+# Refusals (too low a role) are the site's own page too; JSON under /api/.
+handler403 = "redteam.site.views.forbidden"

@@ -1,8 +1,11 @@
 """Human review semantics: what a verdict means, and which results need a reviewer.
 
-A human verdict is a Score with source="human" on an attack result. `true` (or a float of at
-least 0.5) means the objective was achieved; the latest verdict takes precedence over the
-automated outcome everywhere results are summarised.
+A human verdict is a Score with source="human" on an attack result, one per answered field of
+a review (memory.models.VerdictField). `true` (or a float of at least 0.5) means the objective
+was achieved; the latest objective or scale verdict takes precedence over the automated
+outcome everywhere results are summarised. A category answer marks the result reviewed but
+says nothing of success, and a withdrawn verdict (undone or corrected) is history only:
+`human_scores()` / `decides_outcome()` are where that rule lives.
 
 Reads take the viewer's scope (redteam.common.access) or a queryset the caller already scoped
 with `visible_to`: a verdict is shown only where its attack result is visible.
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django.db.models import (
@@ -29,7 +33,7 @@ from django.db.models import (
 from django.db.models.functions import Cast
 from django.db.models.lookups import GreaterThanOrEqual
 
-from memory.models import AttackResult, Score, ScoreSource
+from memory.models import AttackResult, Score, ScoreSource, VerdictField
 from redteam.common.access import Scope, ScopedQuerySet
 
 # A float verdict (0..1 harm/success rating) counts as "objective achieved" from here up.
@@ -51,9 +55,15 @@ def verdict_success(score_type: str, score_value: str | None) -> bool | None:
     return None
 
 
+def decides_outcome(score: Score) -> bool:
+    """Whether a human verdict Score may decide an outcome: an objective or scale answer that
+    was not withdrawn (a category only classifies; a withdrawn verdict is history)."""
+    return score.withdrawn_at is None and score.verdict_field != VerdictField.CATEGORY
+
+
 def effective_outcome(outcome: str, human: Score | None) -> str:
     """The outcome summaries show: the human verdict's when there is one, else the automated."""
-    if human is not None:
+    if human is not None and decides_outcome(human):
         success = verdict_success(human.score_type, human.score_value)
         if success is not None:
             return "success" if success else "failure"
@@ -62,19 +72,53 @@ def effective_outcome(outcome: str, human: Score | None) -> str:
 
 def disagrees(outcome: str, human: Score | None) -> bool:
     """True when a human verdict contradicts an automated success/failure outcome."""
-    if human is None or outcome not in ("success", "failure"):
+    if human is None or outcome not in ("success", "failure") or not decides_outcome(human):
         return False
     success = verdict_success(human.score_type, human.score_value)
     return success is not None and success != (outcome == "success")
 
 
+# Newest first; within one review the objective answer before the scale (both decide).
+_VERDICT_ORDER = ("-timestamp", "verdict_field", "-ingested_at")
+
+
+def human_verdicts() -> ScopedQuerySet[Score]:
+    """Every standing human verdict Score (any answer, not withdrawn), newest first: what
+    makes a result "reviewed"."""
+    return Score.objects.filter(source=ScoreSource.HUMAN, withdrawn_at__isnull=True).order_by(
+        *_VERDICT_ORDER
+    )
+
+
 def human_scores() -> ScopedQuerySet[Score]:
-    """Human verdicts, newest first."""
-    return Score.objects.filter(source=ScoreSource.HUMAN).order_by("-timestamp", "-ingested_at")
+    """Standing human verdicts that decide an outcome (objective or scale), newest first: the
+    latest of a result's is its effective outcome. The one place that rule is written for
+    queries; `decides_outcome` is the same rule for a loaded row."""
+    return human_verdicts().exclude(verdict_field=VerdictField.CATEGORY)
+
+
+def human_verdicts_as_of(moment: datetime) -> QuerySet[Score]:
+    """`human_verdicts()` as they stood at `moment`: stored by then and not yet withdrawn."""
+    return (
+        Score.objects.filter(source=ScoreSource.HUMAN, ingested_at__lte=moment)
+        .filter(Q(withdrawn_at__isnull=True) | Q(withdrawn_at__gt=moment))
+        .order_by(*_VERDICT_ORDER)
+    )
+
+
+def human_scores_as_of(moment: datetime) -> QuerySet[Score]:
+    """`human_scores()` as they stood at `moment`."""
+    return human_verdicts_as_of(moment).exclude(verdict_field=VerdictField.CATEGORY)
+
+
+def deciding_verdict(scores: Iterable[Score]) -> Score | None:
+    """The first of these human verdicts (newest first) that decides the outcome."""
+    return next((s for s in scores if decides_outcome(s)), None)
 
 
 def latest_human_verdicts(result_ids: Iterable[uuid.UUID], scope: Scope) -> dict[uuid.UUID, Score]:
-    """The latest visible human verdict of each given attack result (one query)."""
+    """The latest visible outcome-deciding human verdict of each given attack result (one
+    query)."""
     ids = list(result_ids)
     latest: dict[uuid.UUID, Score] = {}
     if not ids:
@@ -117,8 +161,9 @@ def with_human_success(qs: QuerySet[AttackResult]) -> QuerySet[AttackResult]:
 
 
 def has_human_verdict() -> Exists:
-    """Exists-expression: the attack result has at least one human verdict."""
-    return Exists(Score.objects.filter(source=ScoreSource.HUMAN, attack_result=OuterRef("pk")))
+    """Exists-expression: the attack result has at least one standing human verdict (a
+    category-only review counts: the result was reviewed)."""
+    return Exists(human_verdicts().filter(attack_result=OuterRef("pk")))
 
 
 def for_review(qs: QuerySet[AttackResult], view: str) -> QuerySet[AttackResult]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, re_path
 
 import redteam.common.idpath  # noqa: F401  (registers the storedid and sha256 converters)
-from scoring import views
+from scoring import my_verdicts, queue_admin_views, queue_views, views
 
 app_name = "scoring"
 
@@ -32,6 +32,31 @@ urlpatterns = [
         name="verdict",
     ),
     path("objectives/<sha256:objective_sha256>/", views.objective_detail, name="objective_detail"),
-    path("review/", views.review_queue, name="review_queue"),
+    path("review/", queue_views.review_queue, name="review_queue"),
+    # My recent verdicts (before any "review/<slug>/" route: "mine" is no queue's slug).
+    path("review/mine/", my_verdicts.my_verdicts, name="my_verdicts"),
+    path(
+        "review/mine/<uuid:submission>/edit/",
+        my_verdicts.edit_verdict,
+        name="edit_verdict",
+    ),
+    path(
+        "review/mine/<uuid:submission>/undo/",
+        my_verdicts.undo_verdict,
+        name="undo_verdict",
+    ),
+    # Save the results list's filter as a queue.
+    path("review/queues/new/", queue_admin_views.save_queue, name="save_queue"),
+    path("review/<slug:slug>/", queue_views.queue_detail, name="queue_detail"),
+    re_path(
+        r"^review/(?P<slug>[-a-zA-Z0-9_]+)/(?P<direction>next|previous)/$",
+        queue_views.queue_step,
+        name="queue_step",
+    ),
+    path(
+        "review/<slug:slug>/skip/<uuid:attack_result_id>/",
+        queue_views.queue_skip,
+        name="queue_skip",
+    ),
     path("dashboard/", views.dashboard, name="dashboard"),
 ]

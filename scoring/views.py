@@ -1,4 +1,6 @@
-"""Review pages that show scores: conversation, attack results, objective, queue, dashboard.
+"""Review pages that show scores: conversation, attack results, objective, dashboard, and
+recording a verdict (the queue pages are scoring.queue_views; a conversation opened from a
+queue shows its place in it and record-and-next stays inside it).
 
 Every read starts from `visible_to(scope_for(request))` (redteam.common.access): a row of an
 operation the viewer is not a member of is a 404, never a 403 that would confirm it exists,
@@ -13,10 +15,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode
 
-from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Model, Q
@@ -54,20 +55,26 @@ from memory.sensitive import (
 )
 from memory.views import filter_form_context
 from redteam.common.access import Scope, scope_for
+from redteam.common.markdown import render_markdown
 from redteam.common.pagination import BadCursor, request_page
 from redteam.common.roles import viewer_required
 from redteam.common.typing import User
 from redteam.core.textview import display_text
 from redteam.core.trees import TreeNode
+from scoring.forms import VerdictForm
+from scoring.queue_views import step_to, walk_for, wrap_around
+from scoring.queues import QueueWalk, queue_for
 from scoring.review import (
     REVIEW_VIEWS,
+    decides_outcome,
+    deciding_verdict,
     disagrees,
     effective_outcome,
     for_review,
     latest_human_verdicts,
     result_summary,
 )
-from scoring.services import MAX_RATIONALE_CHARS, record_verdict
+from scoring.services import record_review
 from scoring.tallies import (
     LABEL_PREFIX,
     NONE_KEY,
@@ -76,6 +83,9 @@ from scoring.tallies import (
     refresh_outcome_tallies,
 )
 from seeds.models import SeedDataset
+
+if TYPE_CHECKING:
+    pass
 
 MAX_OBJECTIVE_ATTEMPTS = 24
 # The "promote a piece to a seed" endpoint (POST piece_id, dataset_name, ...).
@@ -131,61 +141,41 @@ def _promote_context(user: User) -> dict[str, Any]:
     return {"promote_url": url, "seed_datasets": names}
 
 
-class VerdictForm(forms.Form):
-    """A reviewer's verdict: true, false, or a 0..1 score, with a rationale."""
-
-    verdict = forms.ChoiceField(
-        choices=[("true", "true"), ("false", "false"), ("float", "score 0..1")]
-    )
-    value = forms.FloatField(required=False, min_value=0.0, max_value=1.0)
-    rationale = forms.CharField(max_length=MAX_RATIONALE_CHARS, strip=True)
-    next = forms.CharField(required=False, max_length=20)
-    # One token per rendered form: posting the same form twice records one verdict.
-    submission = forms.UUIDField(
-        error_messages={"required": "The form is incomplete; reload the page."}
-    )
-
-    def clean(self) -> dict[str, Any]:
-        """A float verdict needs its value."""
-        data = super().clean() or {}
-        if data.get("verdict") == "float" and data.get("value") is None:
-            self.add_error("value", "Give a score between 0 and 1.")
-        return data
-
-    def service_args(self) -> tuple[bool | float, str]:
-        """(value, score_type) for record_verdict."""
-        verdict = self.cleaned_data["verdict"]
-        if verdict == "float":
-            return float(self.cleaned_data["value"]), "float_scale"
-        return verdict == "true", "true_false"
-
-
 # ---------------------------------------------------------------------------------------------
 # Conversation page
 # ---------------------------------------------------------------------------------------------
 
 
-def _queue_neighbours(request: HttpRequest, current: AttackResult | None) -> dict[str, Any]:
-    """Previous/next visible results of the review queue around the current one (two queries)."""
-    view = request.GET.get("queue")
-    if view not in REVIEW_VIEWS or current is None:
-        return {}
-    visible = AttackResult.objects.visible_to(scope_for(request))
-    qs = for_review(visible, view).only("attack_result_id", "conversation_id")
-    at = current.ingested_at
-    newer = (
-        qs.filter(ingested_at__gte=at)
-        .filter(Q(ingested_at__gt=at) | Q(attack_result_id__gt=current.pk))
-        .order_by("ingested_at", "attack_result_id")
-        .first()
-    )
-    older = (
-        qs.filter(ingested_at__lte=at)
-        .filter(Q(ingested_at__lt=at) | Q(attack_result_id__lt=current.pk))
-        .order_by("-ingested_at", "-attack_result_id")
-        .first()
-    )
-    return {"queue": view, "queue_previous": newer, "queue_next": older}
+def _queue_context(
+    walk: QueueWalk, conversation_id: str, views: list[ResultView]
+) -> dict[str, Any]:
+    """The queue header of a conversation opened from a queue; claims the item.
+
+    The item is the conversation's first result in the queue; its view moves first (where
+    the verdict form and the keys act). Queries: the item's place (1); the claim (an UPDATE,
+    or an INSERT and, when refused, its holder; then the viewer's other claims released);
+    the queue's counts (1) and the viewer's verdicts today (1).
+    """
+    key = walk.item_of_conversation(conversation_id)
+    item = next((v for v in views if key is not None and v.result.pk == key[2]), None)
+    hold = None
+    if item is not None:
+        views.remove(item)
+        views.insert(0, item)
+        # Only those who may judge the item hold it: a reader never blocks a reviewer.
+        if item.can_verdict:
+            hold = walk.claim(item.result.pk)
+    around = item.result if item is not None else (views[0].result if views else None)
+    return {
+        "queue": walk.queue,
+        "queue_item": item,
+        "queue_from": around.pk if around is not None else None,
+        "hold": hold,
+        "progress": walk.progress(key),
+        "queue_instructions": render_markdown(walk.queue.instructions)
+        if walk.queue.instructions
+        else "",
+    }
 
 
 @require_GET
@@ -194,14 +184,29 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
     """A conversation reassembled: messages, pieces by data type, diffs, scores, verdicts.
 
     404 unless the conversation is in one of the viewer's operations; results, references and
-    scores shown beside it are the visible ones only.
+    scores shown beside it are the visible ones only. Opened from a queue (`?queue=<slug>`,
+    404 for a queue the viewer cannot walk), the page claims the item and shows the place.
     """
+    slug = request.GET.get("queue")
+    walk = walk_for(request, queue_for(scope_for(request), slug)) if slug else None
+    return _conversation_page(request, conversation_id, walk=walk)
+
+
+def _conversation_page(
+    request: HttpRequest,
+    conversation_id: str,
+    *,
+    walk: QueueWalk | None = None,
+    form: VerdictForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    """Render the conversation page (with a rejected verdict's form kept, status 400)."""
     # Queries: session, user, memberships (3); conversation (+operation, target dump);
     # pieces (+media, identifiers); converter chains; attack results (+operation, dumps, last
     # response); their related conversations; references to this conversation; scores
     # (+scorer dumps, reviewer); the promote form's permission check (2, when not cached);
     # 0.13 piece-level target/attack dumps; the operation's sensitive categories (+ this
-    # user's reveals named by ?reveal=). In queue mode, +2 for previous/next.
+    # user's reveals named by ?reveal=). In queue mode: the queue, then _queue_context's.
     scope = scope_for(request)
     conversation = (
         conversation_for_detail(scope)
@@ -251,7 +256,7 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
             key=lambda v: (v.score.timestamp, v.score.ingested_at),
             reverse=True,
         )
-        human = verdicts[0].score if verdicts else None
+        human = deciding_verdict(v.score for v in verdicts)
         result_views.append(
             ResultView(
                 result=r,
@@ -273,6 +278,12 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
         result_categories=[r.targeted_harm_categories for r in results],
     )
     target_tree, legacy_attack_tree = _conversation_trees(conversation, pieces)
+    queue_context = _queue_context(walk, conversation_id, result_views) if walk else {}
+    asked = (
+        walk.queue.verdict_fields()
+        if walk is not None and queue_context.get("queue_item") is not None
+        else None
+    )
     context = {
         "conversation": conversation,
         "conversation_messages": messages_,
@@ -282,12 +293,12 @@ def conversation_detail(request: HttpRequest, conversation_id: str) -> HttpRespo
         "legacy_attack_tree": legacy_attack_tree,
         # The form is offered on the first (newest) result, where the keyboard keys act.
         "can_verdict": bool(result_views) and result_views[0].can_verdict,
-        "verdict_form": VerdictForm(initial={"verdict": "true"}),
+        "verdict_form": form if form is not None else VerdictForm(asked=asked),
         "verdict_submission": uuid.uuid4(),
         **_promote_context(request.user),
-        **_queue_neighbours(request, results[0] if results else None),
+        **queue_context,
     }
-    return render(request, "scoring/conversation_detail.html", context)
+    return render(request, "scoring/conversation_detail.html", context, status=status)
 
 
 def _conversation_trees(conversation: Any, pieces: list[Any]) -> tuple[TreeNode | None, Any]:
@@ -353,11 +364,13 @@ def reveal_piece(request: HttpRequest, conversation_id: str) -> HttpResponse:
 @require_POST
 @viewer_required
 def verdict(request: HttpRequest, attack_result_id: uuid.UUID) -> HttpResponse:
-    """Record a reviewer's verdict on an attack result.
+    """Record a reviewer's verdict on an attack result, then go back to it or, from a queue,
+    on to the queue's next item.
 
-    404 for a result outside the viewer's operations (as for one that does not exist); 403
-    only for a visible result whose operation gives the viewer too low a role (or is
-    archived), which reveals nothing the viewer could not already read.
+    404 for a result outside the viewer's operations (as for one that does not exist) or a
+    queue the viewer cannot walk; 403 only for a visible result whose operation gives the
+    viewer too low a role (or is archived), which reveals nothing the viewer could not
+    already read. A rejected verdict re-renders the page (400) with everything typed kept.
     """
     scope = scope_for(request)
     result = AttackResult.objects.visible_to(scope).filter(pk=attack_result_id).first()
@@ -365,44 +378,39 @@ def verdict(request: HttpRequest, attack_result_id: uuid.UUID) -> HttpResponse:
         raise Http404("No such attack result.")
     if not scope.may_record_verdicts(result.operation_id):
         raise PermissionDenied("Recording verdicts needs the reviewer role in this operation.")
-    form = VerdictForm(request.POST)
-    page = reverse("scoring:conversation_detail", args=[result.conversation_id])
+    slug = request.POST.get("queue") or ""
+    walk = walk_for(request, queue_for(scope, slug)) if slug else None
+    asked = walk.queue.verdict_fields() if walk is not None else None
+    form = VerdictForm(request.POST, asked=asked)
     if not form.is_valid():
-        errors = "; ".join(
-            f"{name}: {' '.join(str(e) for e in errs)}" for name, errs in form.errors.items()
-        )
-        messages.error(request, f"Verdict not recorded: {errors}")
-        return redirect(page)
-    value, score_type = form.service_args()
+        return _rejected(request, result, walk, form)
     try:
-        record_verdict(
+        record_review(
             attack_result=result,
             reviewer=request.user,
             scope=scope,
-            value=value,
-            score_type=score_type,
-            rationale=form.cleaned_data["rationale"],
+            answers=form.answers(),
             submission=form.cleaned_data["submission"],
         )
     except ValidationError as exc:
-        messages.error(request, f"Verdict not recorded: {' '.join(exc.messages)}")
-        return redirect(page)
+        form.add_error(None, exc)
+        return _rejected(request, result, walk, form)
     messages.success(request, "Verdict recorded.")
-    queue = form.cleaned_data.get("next")
-    if queue in REVIEW_VIEWS:
-        upcoming = (
-            for_review(AttackResult.objects.visible_to(scope), queue)
-            .filter(ingested_at__lte=result.ingested_at)
-            .filter(Q(ingested_at__lt=result.ingested_at) | Q(attack_result_id__lt=result.pk))
-            .only("attack_result_id", "conversation_id")
-            .order_by("-ingested_at", "-attack_result_id")
-            .first()
-        )
-        if upcoming is not None:
-            target = reverse("scoring:conversation_detail", args=[upcoming.conversation_id])
-            return redirect(f"{target}?queue={queue}")
-        return redirect(f"{reverse('scoring:review_queue')}?view={queue}")
-    return redirect(f"{page}#verdicts")
+    page = reverse("scoring:conversation_detail", args=[result.conversation_id])
+    if walk is None:
+        return redirect(f"{page}#verdicts")
+    if form.cleaned_data["stay"]:
+        return redirect(f"{page}?{urlencode({'queue': walk.queue.slug})}#verdicts")
+    walk.release(result.pk)
+    return step_to(request, walk, walk.hand_out(walk.key_of(result)) or wrap_around(walk, result))
+
+
+def _rejected(
+    request: HttpRequest, result: AttackResult, walk: QueueWalk | None, form: VerdictForm
+) -> HttpResponse:
+    """The conversation page again, status 400, the form as it was posted and why."""
+    messages.error(request, f"Verdict not recorded: {form.problems()}")
+    return _conversation_page(request, result.conversation_id, walk=walk, form=form, status=400)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -440,22 +448,11 @@ def attack_result_list(request: HttpRequest) -> HttpResponse:
     review_view = request.GET.get("review") or None
     if review_view is not None and review_view not in REVIEW_VIEWS:
         return HttpResponseBadRequest("Unknown review view.")
-    return _render_result_page(
-        request, review_view, "scoring/attackresult_list.html", {"review_view": review_view}
-    )
-
-
-@require_GET
-@viewer_required
-def review_queue(request: HttpRequest) -> HttpResponse:
-    """The viewer's results awaiting a verdict, or whose verdict contradicts the automated
-    outcome (the verdict keys are offered when the viewer may record verdicts somewhere)."""
-    # Queries: session, user, memberships, class names, one page, its human verdicts.
-    view = request.GET.get("view") or "unreviewed"
-    if view not in REVIEW_VIEWS:
-        return HttpResponseBadRequest("Unknown queue.")
-    extra = {"view": view, "can_verdict": scope_for(request).records_any_verdicts()}
-    return _render_result_page(request, view, "scoring/review_queue.html", extra)
+    extra = {
+        "review_view": review_view,
+        "can_save_queue": scope_for(request).records_any_verdicts(),
+    }
+    return _render_result_page(request, review_view, "scoring/attackresult_list.html", extra)
 
 
 def _render_result_page(
@@ -514,7 +511,7 @@ def attack_result_detail(request: HttpRequest, attack_result_id: uuid.UUID) -> H
     tree_once = TreesOnce()
     verdicts = [ScoreView(s, tree_once(s.scorer_dump)) for s in scores if s.source == "human"]
     last = next((s for s in scores if s.id == result.last_score_id), None)
-    human = verdicts[0].score if verdicts else None
+    human = deciding_verdict(v.score for v in verdicts)
     policy = sensitive_policy(request, [result.operation_id, result.conversation.operation_id])
     context = {
         "r": ResultView(
@@ -580,7 +577,7 @@ def objective_detail(request: HttpRequest, objective_sha256: str) -> HttpRespons
     )
     humans: dict[uuid.UUID, Score] = {}
     for s in scores:
-        if s.source == "human" and s.attack_result_id is not None:
+        if s.source == "human" and s.attack_result_id is not None and decides_outcome(s):
             humans.setdefault(s.attack_result_id, s)
     by_id = {s.id: s for s in scores}
     policy = sensitive_policy(request, [r.operation_id for r in results])

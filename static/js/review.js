@@ -1,8 +1,9 @@
 // Keyboard shortcuts for reviewers. Loaded as a static file (the CSP forbids inline script);
 // every page works without it.
-//   Queue list:       j / k move the selection, Enter opens it.
-//   Conversation:     t / f pick true / false, r focuses the rationale,
-//                     Ctrl+Enter (or Cmd+Enter) records, n / p go to the next / previous item.
+//   Queue list:       j / k move the selection, Enter opens it, n starts the queue.
+//   Conversation:     t / f pick true / false, 1..9 pick a category, r focuses the rationale,
+//                     Ctrl+Enter (or Cmd+Enter) records (and, from a queue, moves on),
+//                     n / p go to the queue's next / previous item.
 (function () {
   "use strict";
 
@@ -14,7 +15,9 @@
 
   function follow(id) {
     var link = document.getElementById(id);
-    if (link && link.href) window.location.assign(link.href);
+    if (!link || !link.href) return false;
+    window.location.assign(link.href);
+    return true;
   }
 
   // Queue list selection.
@@ -30,10 +33,11 @@
 
   function pick(value) {
     var radio = document.getElementById("verdict-" + value);
-    if (!radio) return;
+    if (!radio) return false;
     radio.checked = true;
     var rationale = document.getElementById("verdict-rationale");
     if (rationale) rationale.focus();
+    return true;
   }
 
   document.addEventListener("keydown", function (event) {
@@ -56,9 +60,12 @@
         if (rationale) rationale.focus();
         break;
       }
-      case "n": follow("queue-next"); break;
+      case "n": if (!follow("queue-next")) follow("queue-start"); break;
       case "p": follow("queue-previous"); break;
-      default: return;
+      default:
+        // Digits 1..9 pick the queue's categories, in the order the form lists them.
+        if (/^[1-9]$/.test(event.key) && pick("category-" + event.key)) break;
+        return;
     }
     event.preventDefault();
   });

@@ -196,7 +196,7 @@ def test_queue_keyboard_moves_between_unreviewed_results(
     page, guard = reviewer_page
     first = make_attack_result(make_conversation(2), objective="Older objective")
     make_attack_result(make_conversation(2), objective="Newer objective")
-    page.goto("/review/")
+    page.goto("/review/unreviewed/")
     expect(page.locator("#results tbody tr")).to_have_count(2)
     page.keyboard.press("j")
     expect(page.locator("#results tr.selected")).to_contain_text("Newer objective")
@@ -347,6 +347,7 @@ def test_xss_and_markdown_payloads_stay_inert_on_every_page(
         reverse("scoring:attack_result_detail", args=[ids["result"]]),
         reverse("scoring:objective_detail", args=[result.objective_sha256]),
         reverse("scoring:review_queue"),
+        reverse("scoring:queue_detail", args=["unreviewed"]),
         reverse("scoring:dashboard") + "?label_key=payload0",
         reverse("memory:identifier_detail", args=[ids["target"]]),
         reverse("memory:identifier_diff") + f"?a={ids['target']}&b={result.target_hash}",

@@ -121,3 +121,27 @@ def test_fixtures_are_loaded_when_present(settings: object, fixtures_dir: Path) 
     assert fixture_image.original_media_id == fixture_image.original_value_sha256
     again = run("--no-synthetic")
     assert "pyrit-1.1/pieces.jsonl: 0 stored, 25 unchanged" in again
+
+
+def test_demo_has_a_named_queue_and_encoded_answers(settings: object) -> None:
+    settings.REDTEAM_FIXTURES = "/nonexistent"  # type: ignore[attr-defined]
+    run("--password", "pw")
+    from scoring.models import ReviewQueue
+
+    queue = ReviewQueue.objects.get(slug="demo-successes")
+    assert queue.operation is not None
+    assert queue.operation.name == "demo_op"
+    assert queue.filters == {"outcome": ["success"]}
+    assert queue.verdict_fields().categories == ("refused", "partial", "complied")
+    assert set(ReviewQueue.objects.filter(builtin=True).values_list("slug", flat=True)) == {
+        "unreviewed",
+        "disagree",
+        "reviewed",
+    }
+    answers = set(
+        MessagePiece.objects.filter(role="assistant").values_list("original_value", flat=True)
+    )
+    assert any(a.startswith("## Login form checklist") for a in answers)
+    assert "Arire zvk oyrnpu jvgu nzzbavn: gur shzrf ner gbkvp. Xrrc gurz ncneg." in answers
+    assert "Review queue 'Demo successes to confirm' exists." in run()
+    assert ReviewQueue.objects.filter(slug="demo-successes").count() == 1

@@ -155,15 +155,20 @@ def test_queue_neighbours_skip_the_other_operation(alice: Client, mine: Attempt)
     response = alice.get(
         reverse("scoring:conversation_detail", args=[mine.conversation.pk]) + "?queue=unreviewed"
     )
-    assert response.context["queue_previous"] is None
-    assert response.context["queue_next"] is None
+    # Alone in the queue for alice: the other operation's newer result is not counted.
+    assert response.context["progress"].position == 1
+    assert response.context["progress"].total == 1
     assert "conv-theirs-newer" not in response.content.decode()
+    step = alice.get(
+        reverse("scoring:queue_step", args=["unreviewed", "previous"]) + f"?from={mine.result.pk}"
+    )
+    assert step["Location"] == reverse("scoring:queue_detail", args=["unreviewed"])
 
 
 # --- lists and queue --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("url", ["/attack-results/", "/review/?view=unreviewed"])
+@pytest.mark.parametrize("url", ["/attack-results/", "/review/unreviewed/"])
 def test_result_list_and_queue_exclude_the_other_operation(
     alice: Client, mine: Attempt, url: str
 ) -> None:
@@ -185,7 +190,7 @@ def test_queue_excludes_verdicts_of_the_other_operation(
         rationale="Their verdict.",
     )
     for view in ("reviewed", "disagree"):
-        rows = alice.get(f"/review/?view={view}").context["rows"]
+        rows = alice.get(f"/review/{view}/").context["rows"]
         assert rows == []
 
 
@@ -283,7 +288,7 @@ def test_the_form_follows_the_role_in_each_results_operation(
     assert 'id="verdict-form"' not in read_only
     reviewing = _html(carol, reverse("scoring:conversation_detail", args=[theirs.conversation.pk]))
     assert 'id="verdict-form"' in reviewing
-    assert f"As reviewer of {THEIRS}." in reviewing
+    assert f"As reviewer of {THEIRS}:" in reviewing
     assert "your role: reviewer" in reviewing
     assert _post_verdict(carol, mine.result).status_code == 403
     assert _post_verdict(carol, theirs.result).status_code == 302
@@ -319,7 +324,7 @@ def test_scoped_pages_cost_the_same_queries_at_any_size(
     # pages read their operations' sensitive categories once).
     pages = {
         reverse("scoring:attack_result_list"): 6,
-        reverse("scoring:review_queue") + "?view=disagree": 6,
+        reverse("scoring:queue_detail", args=["disagree"]): 8,
         reverse("scoring:attack_result_detail", args=[first.pk]): 7,
         reverse("scoring:objective_detail", args=[first.objective_sha256]): 6,
         reverse("scoring:dashboard"): 8,
@@ -329,7 +334,7 @@ def test_scoped_pages_cost_the_same_queries_at_any_size(
         with django_assert_num_queries(expected):
             response = client.get(url)
         assert response.status_code == 200, url
-    disagree = client.get(reverse("scoring:review_queue") + "?view=disagree")
+    disagree = client.get(reverse("scoring:queue_detail", args=["disagree"]))
     assert len(disagree.context["rows"]) == n
     objective = client.get(reverse("scoring:objective_detail", args=[first.objective_sha256]))
     assert len(objective.context["attempts"]) == min(n + 1, 24)

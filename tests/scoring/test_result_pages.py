@@ -101,17 +101,35 @@ def test_queue_lists_unreviewed_then_disagreements(reviewer_client: Client, revi
         score_type="float_scale",
         rationale="no",
     )
-    unreviewed = reviewer_client.get(reverse("scoring:review_queue")).context["rows"]
+    unreviewed = reviewer_client.get(_queue("unreviewed")).context["rows"]
     assert pending.pk in {row["result"].pk for row in unreviewed}
     assert not {agree.pk, disagree.pk} & {row["result"].pk for row in unreviewed}
-    disagreeing = reviewer_client.get(reverse("scoring:review_queue") + "?view=disagree")
+    disagreeing = reviewer_client.get(_queue("disagree"))
     assert [row["result"].pk for row in disagreeing.context["rows"]] == [disagree.pk]
     assert b"disagrees" in disagreeing.content
+
+
+def _queue(slug: str) -> str:
+    return reverse("scoring:queue_detail", args=[slug])
 
 
 def test_queue_rejects_unknown_views(reviewer_client: Client) -> None:
     Operation.objects.create(name="op-a")  # the reviewer joins it: a member of some operation
     assert reviewer_client.get(reverse("scoring:review_queue") + "?view=all").status_code == 400
+    assert reviewer_client.get(_queue("all")).status_code == 404
+
+
+def test_former_queue_links_land_on_the_built_in_queues(reviewer_client: Client) -> None:
+    Operation.objects.create(name="op-a")
+    response = reviewer_client.get(reverse("scoring:review_queue") + "?view=disagree")
+    assert (response.status_code, response["Location"]) == (302, _queue("disagree"))
+    # With more filters, the results list keeps them all.
+    response = reviewer_client.get(
+        reverse("scoring:review_queue") + "?view=unreviewed&outcome=success"
+    )
+    assert response["Location"] == (
+        reverse("scoring:attack_result_list") + "?outcome=success&review=unreviewed"
+    )
 
 
 @pytest.mark.parametrize("n", [3, 30])
@@ -121,10 +139,10 @@ def test_queue_query_count_is_constant(
     for result in _results(n):
         make_score(attack_result=result, source="human", reviewer=reviewer, value="false")
     AttackResult.objects.update(outcome="success")
-    # session, user, memberships; one page of disagreeing results; their latest human
-    # verdicts; class-name suggestions.
-    with django_assert_num_queries(6):
-        response = reviewer_client.get(reverse("scoring:review_queue") + "?view=disagree")
+    # session, user, memberships; the queue; its counts; the viewer's verdicts today; one
+    # page of disagreeing results; their latest human verdicts.
+    with django_assert_num_queries(8):
+        response = reviewer_client.get(_queue("disagree"))
     assert len(response.context["rows"]) == n
 
 

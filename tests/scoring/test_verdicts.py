@@ -214,7 +214,7 @@ def test_record_and_next_moves_to_the_next_unreviewed_result(reviewer_client: Cl
     newer = make_attack_result(make_conversation(2))
     response = reviewer_client.post(
         reverse("scoring:verdict", args=[newer.pk]),
-        {"verdict": "true", "rationale": "x", "next": "unreviewed", "submission": _token()},
+        {"verdict": "true", "rationale": "x", "queue": "unreviewed", "submission": _token()},
     )
     expected = reverse("scoring:conversation_detail", args=[older.conversation_id])
     assert response["Location"] == f"{expected}?queue=unreviewed"

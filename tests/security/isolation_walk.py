@@ -27,6 +27,7 @@ from memory.filters import (
     IdentifierIndexFilterSet,
     ScenarioResultFilterSet,
 )
+from scoring.models import ReviewClaim, ReviewSkip
 from scoring.review import REVIEW_VIEWS
 from tests.security.conftest import Memory
 from tests.security.operation_worlds import (
@@ -319,6 +320,10 @@ def walk(
     the caller's session, so logout URLs get a client of their own."""
     answers: dict[tuple[str, str, str], Answer] = {}
     walked = list(walked)
+    # Opening a queue's item claims it and skipping one moves it: each walk starts from none
+    # of the previous walk's claims and skips.
+    ReviewClaim.objects.all().delete()
+    ReviewSkip.objects.all().delete()
     for caller in CALLERS:
         client = new_client(caller)
         for probe in walked:
@@ -367,7 +372,10 @@ VOLATILE = (
     (re.compile(r'nonce="[^"]*"'), "nonce"),
     (re.compile(r"last rebuild took \d+ ms"), "last rebuild took ms"),
     # When the dashboard's counts were last rebuilt (the walk rebuilds them).
-    (re.compile(r"ingested up to \d{4}-\d\d-\d\d \d\d:\d\d:\d\d"), "ingested up to"),
+    (re.compile(r"ingested up to \d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?"), "ingested up to"),
+    (re.compile(r"snapshot taken \d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?"), "snapshot taken"),
+    # Until when a queue's item is held (claims last minutes from the moment of opening).
+    (re.compile(r"until \d\d:\d\d</span>"), "until</span>"),
 )
 
 

@@ -50,8 +50,6 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "api_read": (D, A, D, D, D, A, A, A, A, A),
     # API writes: a key with "ingest", or a staff session (CSRF-checked).
     "api_ingest": (D, D, A, D, D, D, D, D, D, A),
-    # The landing page: any logged-in account (it shows no data).
-    "page_login": (D, D, D, D, A, A, A, A, A, A),
     # Review pages: a role in some operation, or a superuser; keys never log in.
     "page_read": (D, D, D, D, D, A, A, A, A, A),
     # Recording a human verdict: reviewers and above in the result's operation, superusers.
@@ -73,7 +71,9 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     "admin:login": ("public", "GET"),
     "admin:logout": ("public", "POST"),
     "admin:autocomplete": ("closed", "GET"),
-    "home": ("page_login", "GET"),
+    # The home page shows queues and runs: a role, like the review pages (no role: the
+    # no-role page, a 403).
+    "home": ("page_read", "GET"),
     "api:ingest": ("api_ingest", "POST"),
     "api:media-upload": ("api_ingest", "POST"),
     "api:media-missing": ("api_ingest", "POST"),
@@ -115,6 +115,15 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     "scoring:verdict": ("page_verdict", "POST"),
     "scoring:objective_detail": ("page_read", "GET"),
     "scoring:review_queue": ("page_read", "GET"),
+    "scoring:queue_detail": ("page_read", "GET"),
+    "scoring:queue_step": ("page_read", "GET"),
+    # Skipping an item of a queue: as recording a verdict on it.
+    "scoring:queue_skip": ("page_verdict", "POST"),
+    # The viewer's own recent verdicts; editing or undoing one answers 404 for a submission
+    # that is not the viewer's (the matrix names none of theirs).
+    "scoring:my_verdicts": ("page_read", "GET"),
+    "scoring:edit_verdict": ("page_read", "GET"),
+    "scoring:undo_verdict": ("page_read", "POST"),
     "scoring:dashboard": ("page_read", "GET"),
 }
 LOGOUTS = {"logout", "admin:logout"}
@@ -169,6 +178,9 @@ def _fill(route: str, name: str, m: Memory) -> str:
         "object_id": "1",
         "id": "1",
         "content_type_id": "1",
+        "slug": "unreviewed",
+        "direction": "next",
+        "submission": "00000000-0000-4000-8000-000000000000",
     }
     pk = {
         "api:message-piece-detail": m.piece_id,
