@@ -48,7 +48,7 @@ MIN_BINARY_BYTES = 4
 MIN_MORSE_LETTERS = 4
 MIN_PERCENT_ESCAPES = 3
 # A cipher's output must score at least this, and this much better than its input.
-MIN_CIPHER_SCORE = 0.55
+MIN_CIPHER_SCORE = 0.4
 MIN_CIPHER_GAIN = 0.25
 # Fewer ASCII letters than this and a text is too short to call English or not.
 MIN_SCORED_LETTERS = 8

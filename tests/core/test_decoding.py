@@ -241,3 +241,17 @@ def test_many_runs_are_not_decoded_one_by_one() -> None:
     run = base64.b64encode(b"a quiet line of words").decode()
     found = decodings(" . ".join([run] * 500))
     assert found[0].text.count("a quiet line of words") <= 12
+
+
+@pytest.mark.parametrize(
+    "plain",
+    [
+        "Rake the pins, then turn the plug (394).",
+        "Never mix bleach with ammonia: the fumes are toxic. Keep them apart.",
+        "Insert a tension wrench, then rake the pins until each one sets.",
+    ],
+)
+def test_short_rot13_answers_are_decoded(plain: str) -> None:
+    found = decodings(codecs.encode(plain, "rot13"))
+    assert [(d.label, d.text) for d in found] == [("ROT13", plain)]
+    assert decodings(plain) == []
