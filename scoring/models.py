@@ -7,10 +7,11 @@ keeps it apart from automated scores so both can be shown side by side.
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import validate_slug
 from django.db import models
 
 from redteam.common.access import Scope, ScopedQuerySet
-from redteam.common.fields import ExactCharField, ExactTextField
+from redteam.common.fields import ExactCharField, ExactJSONField, ExactTextField
 from redteam.common.models import Operation
 from scoring.verdict_fields import VerdictFields
 
@@ -94,18 +95,18 @@ class ReviewQueue(models.Model):
     """
 
     name = ExactCharField(max_length=120, unique=True)
-    slug = models.SlugField(max_length=80, unique=True)
+    slug = ExactCharField(max_length=80, unique=True, validators=[validate_slug])
     operation = models.ForeignKey(
         Operation, null=True, blank=True, on_delete=models.CASCADE, related_name="review_queues"
     )
     instructions = ExactTextField(blank=True, default="", help_text="Markdown.")
-    filters = models.JSONField(default=dict, blank=True)
+    filters = ExactJSONField(default=dict, blank=True)
     # The review's restriction: every item, only those without a human verdict yet, or only
     # those whose verdict contradicts the automated outcome (scoring.review.REVIEW_VIEWS).
     review = ExactCharField(max_length=16, blank=True, default="unreviewed")
     ask_true_false = models.BooleanField(default=True)
     ask_scale = models.BooleanField(default=False)
-    categories = models.JSONField(default=list, blank=True)
+    categories = ExactJSONField(default=list, blank=True)
     ask_notes = models.BooleanField(default=False)
     archived = models.BooleanField(default=False)
     # The built-in queues (unreviewed, disagree, reviewed: no filter) are made by a migration
