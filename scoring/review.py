@@ -97,14 +97,23 @@ def human_scores() -> ScopedQuerySet[Score]:
     return human_verdicts().exclude(verdict_field=VerdictField.CATEGORY)
 
 
-def human_scores_as_of(moment: datetime) -> QuerySet[Score]:
-    """`human_scores()` as they stood at `moment`: stored by then and not yet withdrawn."""
+def human_verdicts_as_of(moment: datetime) -> QuerySet[Score]:
+    """`human_verdicts()` as they stood at `moment`: stored by then and not yet withdrawn."""
     return (
         Score.objects.filter(source=ScoreSource.HUMAN, ingested_at__lte=moment)
         .filter(Q(withdrawn_at__isnull=True) | Q(withdrawn_at__gt=moment))
-        .exclude(verdict_field=VerdictField.CATEGORY)
         .order_by(*_VERDICT_ORDER)
     )
+
+
+def human_scores_as_of(moment: datetime) -> QuerySet[Score]:
+    """`human_scores()` as they stood at `moment`."""
+    return human_verdicts_as_of(moment).exclude(verdict_field=VerdictField.CATEGORY)
+
+
+def deciding_verdict(scores: Iterable[Score]) -> Score | None:
+    """The first of these human verdicts (newest first) that decides the outcome."""
+    return next((s for s in scores if decides_outcome(s)), None)
 
 
 def latest_human_verdicts(result_ids: Iterable[uuid.UUID], scope: Scope) -> dict[uuid.UUID, Score]:

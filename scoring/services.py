@@ -285,7 +285,9 @@ def _store_review(
         with transaction.atomic():
             if before_insert is not None:
                 before_insert()
-            Score.objects.bulk_create(rows)
+            # Inserted last, the objective answer is the newest row of its review wherever
+            # verdicts are read newest first: it decides over the scale (scoring.review).
+            Score.objects.bulk_create(rows[::-1])
     except IntegrityError:
         stored = list(
             Score.objects.filter(reviewer=reviewer, verdict_submission=submission).order_by(

@@ -19,16 +19,22 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max, OuterRef, Q, Subquery, Sum
+from django.db.models import Exists, Max, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
-from memory.models import AttackResult, ComponentIdentifier, Score, ScoreSource
+from memory.models import AttackResult, ComponentIdentifier, Score, ScoreSource, VerdictField
 from redteam.common.access import Scope
 from redteam.core.enums import ATTACK_OUTCOMES
 from redteam.core.outcomes import OutcomeCounts
 from redteam.core.stats import Rate, percent
 from scoring.models import OutcomeTally, TallySnapshot
-from scoring.review import human_scores, human_scores_as_of, verdict_success
+from scoring.review import (
+    human_scores,
+    human_scores_as_of,
+    human_verdicts,
+    human_verdicts_as_of,
+    verdict_success,
+)
 
 DIMENSIONS = ("harm_category", "attack", "converter", "target")
 # Not charted: whether a human reviewed the result (keys REVIEWED / NOT_REVIEWED), for the
@@ -103,12 +109,16 @@ def refresh_outcome_tallies(*, watermark: datetime | None = None) -> TallySnapsh
     taken_at = timezone.now()
     watermark = watermark or taken_at - SNAPSHOT_MARGIN
     humans: dict[Any, tuple[str, str | None]] = {}
-    for ar_id, score_type, value in (
-        human_scores_as_of(watermark)
+    # Reviewed: any standing verdict, a category too; the outcome: the deciding ones only.
+    reviewed_ids: set[Any] = set()
+    for ar_id, field, score_type, value in (
+        human_verdicts_as_of(watermark)
         .filter(attack_result__isnull=False)
-        .values_list("attack_result_id", "score_type", "score_value")
+        .values_list("attack_result_id", "verdict_field", "score_type", "score_value")
     ):
-        humans.setdefault(ar_id, (score_type, value))
+        reviewed_ids.add(ar_id)
+        if field != VerdictField.CATEGORY:
+            humans.setdefault(ar_id, (score_type, value))
     counts: Counter[tuple[int | None, str, str, str]] = Counter()
     displays: dict[tuple[str, str], str] = {}
     results = 0
@@ -119,7 +129,7 @@ def refresh_outcome_tallies(*, watermark: datetime | None = None) -> TallySnapsh
         for dimension, key, display in result_keys(row):
             counts[(row["operation_id"], dimension, key, outcome)] += 1
             displays[(dimension, key)] = display
-        reviewed = REVIEWED if row["pk"] in humans else NOT_REVIEWED
+        reviewed = REVIEWED if row["pk"] in reviewed_ids else NOT_REVIEWED
         counts[(row["operation_id"], REVIEW_DIMENSION, reviewed, outcome)] += 1
         displays[(REVIEW_DIMENSION, reviewed)] = reviewed
     displays.update(_target_names(key for dimension, key in displays if dimension == "target"))
@@ -258,6 +268,10 @@ def _dirty_results(watermark: datetime, scope: Scope) -> list[dict[str, Any]]:
         )
         return Subquery(qs.values(field_name)[:1])
 
+    def reviewed(*, before: bool) -> Exists:
+        qs = human_verdicts_as_of(watermark) if before else human_verdicts()
+        return Exists(qs.filter(attack_result=OuterRef("pk")))
+
     condition = Q(ingested_at__gt=watermark)
     if re_reviewed:
         condition |= Q(pk__in=re_reviewed)
@@ -270,6 +284,8 @@ def _dirty_results(watermark: datetime, scope: Scope) -> list[dict[str, Any]]:
             human_value=latest("score_value", before=False),
             old_human_type=latest("score_type", before=True),
             old_human_value=latest("score_value", before=True),
+            reviewed_now=reviewed(before=False),
+            reviewed_then=reviewed(before=True),
             target_name=Subquery(names.values("display_name")[:1]),
         )
         .values(
@@ -278,6 +294,8 @@ def _dirty_results(watermark: datetime, scope: Scope) -> list[dict[str, Any]]:
             "human_value",
             "old_human_type",
             "old_human_value",
+            "reviewed_now",
+            "reviewed_then",
             "target_name",
         )
     )
@@ -343,9 +361,9 @@ def build_dashboard(label_key: str | None, scope: Scope) -> Dashboard:
         # Reviewed or not: before the snapshot (if it counted the result) and now.
         reviews = counts[REVIEW_DIMENSION]
         if old_outcome is not None:
-            was = REVIEWED if row["old_human_type"] is not None else NOT_REVIEWED
+            was = REVIEWED if row["reviewed_then"] else NOT_REVIEWED
             reviews.setdefault(was, Bar(key=was, display=was)).counts[old_outcome] -= 1
-        now = REVIEWED if row["human_type"] is not None else NOT_REVIEWED
+        now = REVIEWED if row["reviewed_now"] else NOT_REVIEWED
         reviews.setdefault(now, Bar(key=now, display=now)).counts[now_outcome] += 1
     charts = [_chart(d, counts[d].values()) for d in dimensions]
     return Dashboard(

@@ -66,6 +66,8 @@ from scoring.queue_views import step_to, walk_for, wrap_around
 from scoring.queues import QueueWalk, queue_for
 from scoring.review import (
     REVIEW_VIEWS,
+    decides_outcome,
+    deciding_verdict,
     disagrees,
     effective_outcome,
     for_review,
@@ -254,7 +256,7 @@ def _conversation_page(
             key=lambda v: (v.score.timestamp, v.score.ingested_at),
             reverse=True,
         )
-        human = verdicts[0].score if verdicts else None
+        human = deciding_verdict(v.score for v in verdicts)
         result_views.append(
             ResultView(
                 result=r,
@@ -446,9 +448,11 @@ def attack_result_list(request: HttpRequest) -> HttpResponse:
     review_view = request.GET.get("review") or None
     if review_view is not None and review_view not in REVIEW_VIEWS:
         return HttpResponseBadRequest("Unknown review view.")
-    return _render_result_page(
-        request, review_view, "scoring/attackresult_list.html", {"review_view": review_view}
-    )
+    extra = {
+        "review_view": review_view,
+        "can_save_queue": scope_for(request).records_any_verdicts(),
+    }
+    return _render_result_page(request, review_view, "scoring/attackresult_list.html", extra)
 
 
 def _render_result_page(
@@ -507,7 +511,7 @@ def attack_result_detail(request: HttpRequest, attack_result_id: uuid.UUID) -> H
     tree_once = TreesOnce()
     verdicts = [ScoreView(s, tree_once(s.scorer_dump)) for s in scores if s.source == "human"]
     last = next((s for s in scores if s.id == result.last_score_id), None)
-    human = verdicts[0].score if verdicts else None
+    human = deciding_verdict(v.score for v in verdicts)
     policy = sensitive_policy(request, [result.operation_id, result.conversation.operation_id])
     context = {
         "r": ResultView(
@@ -573,7 +577,7 @@ def objective_detail(request: HttpRequest, objective_sha256: str) -> HttpRespons
     )
     humans: dict[uuid.UUID, Score] = {}
     for s in scores:
-        if s.source == "human" and s.attack_result_id is not None:
+        if s.source == "human" and s.attack_result_id is not None and decides_outcome(s):
             humans.setdefault(s.attack_result_id, s)
     by_id = {s.id: s for s in scores}
     policy = sensitive_policy(request, [r.operation_id for r in results])

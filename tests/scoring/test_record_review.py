@@ -10,7 +10,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 
 from memory.export import export_score
 from memory.models import AttackResult, Conversation, Score
@@ -369,3 +371,54 @@ def test_only_the_author_may_edit_or_undo_while_a_reviewer(result: Any, judge: U
     with pytest.raises(PermissionDenied):
         withdraw_review(reviewer=judge, scope=user_scope(judge), submission=token)
     assert not Score.objects.filter(withdrawn_at__isnull=False).exists()
+
+
+def test_the_dashboard_counts_a_category_review_as_reviewed_not_as_an_outcome(
+    result: Any, judge: User
+) -> None:
+    scope = user_scope(judge)
+    refresh_outcome_tallies()
+    # After the snapshot: counted live.
+    _review(result, judge, fields=CATEGORY_ONLY, category="refused")
+    live = build_dashboard(None, scope).headline
+    assert (live.reviewed, live.rate.successes) == (1, 1)
+    # In the snapshot.
+    refresh_outcome_tallies()
+    stored = build_dashboard(None, scope).headline
+    assert (stored.reviewed, stored.rate.successes) == (1, 1)
+
+
+def test_an_undo_after_the_snapshot_is_counted_live(result: Any, judge: User) -> None:
+    scope = user_scope(judge)
+    token = _review(result, judge, fields=VerdictFields(), objective=False)[0].verdict_submission
+    assert token is not None
+    refresh_outcome_tallies()
+    before = build_dashboard(None, scope).headline
+    assert (before.reviewed, before.rate.successes) == (1, 0)
+    withdraw_review(reviewer=judge, scope=scope, submission=token)
+    after = build_dashboard(None, scope).headline
+    assert (after.reviewed, after.rate.successes) == (0, 1)
+
+
+def test_result_pages_read_the_deciding_verdict_and_mark_the_others(
+    result: Any, judge: User
+) -> None:
+    client = Client()
+    client.force_login(judge)
+    _review(result, judge, fields=VerdictFields(), objective=False, rationale="first")
+    [second] = _review(result, judge, fields=VerdictFields(), objective=True, rationale="second")
+    assert second.verdict_submission is not None
+    withdraw_review(reviewer=judge, scope=user_scope(judge), submission=second.verdict_submission)
+    _review(result, make_user("kim"), fields=CATEGORY_ONLY, category="complied")
+    detail = client.get(reverse("scoring:attack_result_detail", args=[result.pk]))
+    assert detail.context["r"].effective == "failure"
+    assert detail.context["r"].human.score_rationale == "first"
+    html = detail.content.decode()
+    assert "withdrawn " in html
+    assert "category (not an outcome)" in html
+    conversation = client.get(reverse("scoring:conversation_detail", args=[result.conversation_id]))
+    [view] = conversation.context["results"]
+    assert view.effective == "failure"
+    objective = client.get(reverse("scoring:objective_detail", args=[result.objective_sha256]))
+    [attempt] = objective.context["attempts"]
+    assert attempt.effective == "failure"

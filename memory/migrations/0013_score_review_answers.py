@@ -1,5 +1,5 @@
 """Review answers on human verdicts: which field a Score answers, and withdrawal as history
-(0013 labels the verdicts recorded before)."""
+(0014 labels the verdicts recorded before)."""
 
 import django.db.models.deletion
 import redteam.common.fields
@@ -10,7 +10,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0011_media_link_indexes'),
+        ('memory', '0012_identifier_display_name_and_kind'),
         ('redteam', '0005_audit_exact_values'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

@@ -2,7 +2,7 @@
 
 They are objective (true_false) or scale (float_scale) answers; each one without a submission
 token becomes its own review, keyed by its id. A migration of its own, so the updates do not
-share a transaction with 0012's schema changes.
+share a transaction with 0013's schema changes.
 """
 
 from typing import Any
@@ -22,6 +22,6 @@ def label_recorded_verdicts(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memory", "0012_score_review_answers")]
+    dependencies = [("memory", "0013_score_review_answers")]
 
     operations = [migrations.RunPython(label_recorded_verdicts, migrations.RunPython.noop)]
