@@ -67,4 +67,5 @@ screenshots: $(STAMP)
 	mkdir -p var && rm -f $(SHOTS_DB)
 	DATABASE_URL=sqlite:///$(SHOTS_DB) $(PY) manage.py migrate --noinput -v 0
 	DATABASE_URL=sqlite:///$(SHOTS_DB) $(PY) manage.py load_demo --password screenshots-only
+	DATABASE_URL=sqlite:///$(SHOTS_DB) $(PY) manage.py refresh_dashboard
 	DATABASE_URL=sqlite:///$(SHOTS_DB) $(PY) manage.py screenshots --password screenshots-only --out docs/screenshots

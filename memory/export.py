@@ -247,7 +247,12 @@ def fits_013(score: Score) -> bool:
 
 
 def _scores_query(scope: Scope) -> Any:
-    return Score.objects.visible_to(scope).select_related("scorer_dump").order_by("timestamp", "id")
+    return (
+        Score.objects.visible_to(scope)
+        .standing()
+        .select_related("scorer_dump")
+        .order_by("timestamp", "id")
+    )
 
 
 def scores_by_prompt_id(

@@ -642,6 +642,15 @@ class ScorableContent(models.Model):
         return f"{self.data_type} content {self.id}"
 
 
+class ScoreQuerySet(ScopedQuerySet["Score"]):
+    """Scores; `standing()` leaves out verdicts their author withdrew (kept only as history)."""
+
+    def standing(self) -> ScoreQuerySet:
+        """Scores that stand: every automated score, and human verdicts not withdrawn. What
+        exports, the API and calibration read (a withdrawn verdict is no judgement any more)."""
+        return self.filter(withdrawn_at__isnull=True)
+
+
 class Score(models.Model):
     """One PyRIT Score (1.1 fields plus the 0.13 `task` column)."""
 
@@ -719,7 +728,7 @@ class Score(models.Model):
     superseded_by = models.UUIDField(null=True, blank=True)
     ingested_at = models.DateTimeField(auto_now_add=True)
 
-    objects = ScopedQuerySet["Score"].as_manager()
+    objects = ScoreQuerySet.as_manager()
     scope_path = "operation"
 
     class Meta:

@@ -41,7 +41,7 @@ MAX_PAGE_TEXT_CHARS = 1_000_000
 # MAX_DECODE_INPUT_CHARS of each value) and renders as markdown (at most MAX_MARKDOWN_CHARS of
 # each): past them values show their text only, so a thousand long pieces stay a fast page.
 MAX_PAGE_DECODE_CHARS = 200_000
-MAX_PAGE_MARKDOWN_CHARS = 200_000
+MAX_PAGE_MARKDOWN_CHARS = 100_000
 # A value longer than a screen (characters or lines) starts collapsed with "show all".
 LONG_TEXT_CHARS = 1_500
 LONG_TEXT_LINES = 25
@@ -58,10 +58,12 @@ _JSON_TYPES = frozenset({"function_call", "tool_call", "function_call_output"})
 _DIFFABLE = frozenset({"text", "reasoning", "error", "url"})
 _DECODABLE = frozenset({"text", "json", "reasoning", "error", "url"})
 # Markdown syntax at a line start (heading, list item, quote, fence, table row) or inline
-# (bold, code, link). Line-start patterns use [ \t]* so a run of blank lines is not rescanned.
+# (bold, code, link). Linear on hostile text: line-start patterns use [ \t]* so a run of blank
+# lines is not rescanned, and each inline span stops at the character that would start the next
+# (a line of ten thousand "[" is scanned once, not once per bracket).
 _MARKDOWN_RE = re.compile(
     r"(?m)^(?:#{1,6}[ \t]|[ \t]*[-*+][ \t]|[ \t]*\d{1,3}[.)][ \t]|>|```|~~~|\|[^\n]*\|)"
-    r"|\*\*[^*\n]+\*\*|__[^_\n]+__|`[^`\n]+`|\[[^\]\n]+\]\([^)\s]+\)"
+    r"|\*\*[^*\n]+\*\*|__[^_\n]+__|`[^`\n]+`|\[[^\[\]\n]+\]\([^()\[\]\s]+\)"
 )
 
 
@@ -255,6 +257,28 @@ def value_view(
     return _reading(_value_view(data_type, value, media, budget), value, budget)
 
 
+def _original_view(piece: MessagePiece, converted: ValueView, budget: TextBudget) -> PieceView:
+    """A converted piece: its original value, and the word diff when one reads well. The
+    original's reading aids are added only where it is shown whole (no inline diff)."""
+    original = _value_view(
+        piece.original_value_data_type, piece.original_value, piece.original_media, budget
+    )
+    original.key = f"{piece.id}-o"
+    diff = None
+    # The diff shows what the values show: none once the page's text budget is spent.
+    if budget.remaining > 0 and original.kind in _DIFFABLE and converted.kind in _DIFFABLE:
+        diff = word_diff(piece.original_value, piece.converted_value)
+    if diff is None or not diff.chunks:
+        _reading(original, piece.original_value, budget)
+    return PieceView(
+        piece=piece,
+        value=converted,
+        original=original,
+        diff=diff,
+        converters=list(piece.converters.all()),
+    )
+
+
 def _value_view(
     data_type: str, value: str, media: MediaBlob | None, budget: TextBudget
 ) -> ValueView:
@@ -286,33 +310,19 @@ def piece_view(piece: MessagePiece, budget: TextBudget | None = None) -> PieceVi
     """Build the display model of one piece (uses only select_related/prefetched rows)."""
     budget = budget or TextBudget()
     converted = value_view(
-        piece.converted_value_data_type,
-        piece.converted_value,
-        piece.converted_media,
-        budget,
+        piece.converted_value_data_type, piece.converted_value, piece.converted_media, budget
     )
     converted.key = f"{piece.id}-c"
-    differs = (
+    if (
         piece.original_value != piece.converted_value
         or piece.original_value_data_type != piece.converted_value_data_type
-    )
-    original = diff = None
-    if differs:
-        original = value_view(
-            piece.original_value_data_type,
-            piece.original_value,
-            piece.original_media,
-            budget,
-        )
-        original.key = f"{piece.id}-o"
-        # The diff shows what the values show: none once the page's text budget is spent.
-        if budget.remaining > 0 and original.kind in _DIFFABLE and converted.kind in _DIFFABLE:
-            diff = word_diff(piece.original_value, piece.converted_value)
+    ):
+        return _original_view(piece, converted, budget)
     return PieceView(
         piece=piece,
         value=converted,
-        original=original,
-        diff=diff,
+        original=None,
+        diff=None,
         converters=list(piece.converters.all()),
     )
 

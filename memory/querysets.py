@@ -224,16 +224,22 @@ def identifiers_using(scope: Scope, identifier_hash: str) -> QuerySet[ComponentI
 
 
 def scenario_results_for_list(scope: Scope) -> QuerySet[ScenarioResult]:
-    """Visible scenario results without the columns list rows never show."""
-    return ScenarioResult.objects.visible_to(scope).defer(
-        "metadata", "display_group_map", "attack_result_ids", "scenario_init_data"
+    """Visible scenario results without the columns list rows never show, with their
+    objective target's display name (``target_name``)."""
+    return (
+        ScenarioResult.objects.visible_to(scope)
+        .annotate(target_name=target_name())
+        .defer("metadata", "display_group_map", "attack_result_ids", "scenario_init_data")
     )
 
 
 def scenario_result_for_detail(scope: Scope) -> QuerySet[ScenarioResult]:
-    """Visible scenario results with their three identifier dumps (for the trees)."""
-    return ScenarioResult.objects.visible_to(scope).select_related(
-        "scenario_dump", "objective_target_dump", "objective_scorer_dump"
+    """Visible scenario results with their three identifier dumps (for the trees) and their
+    objective target's display name (``target_name``)."""
+    return (
+        ScenarioResult.objects.visible_to(scope)
+        .annotate(target_name=target_name())
+        .select_related("scenario_dump", "objective_target_dump", "objective_scorer_dump")
     )
 
 

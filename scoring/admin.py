@@ -20,10 +20,12 @@ from django.http import HttpRequest
 from redteam.common.access import Scope, scope_for
 from redteam.common.admin import ScopedAdminMixin, led_operation_ids, manages
 from redteam.common.audit import record_audit
+from redteam.common.markdown import render_markdown
 from redteam.common.models import Operation
 from scoring.models import ReviewQueue
 from scoring.queue_forms import (
     MAX_FILTER_CHARS,
+    MAX_INSTRUCTIONS_CHARS,
     REVIEW_CHOICES,
     categories_as_text,
     check_slug,
@@ -51,6 +53,12 @@ class ReviewQueueForm(forms.ModelForm[ReviewQueue]):
         ),
     )
     review = forms.ChoiceField(choices=REVIEW_CHOICES, required=False)
+    instructions = forms.CharField(
+        required=False,
+        max_length=MAX_INSTRUCTIONS_CHARS,
+        widget=forms.Textarea(attrs={"rows": 8}),
+        help_text="Markdown, shown above the queue and its items (preview below once saved).",
+    )
     categories_text = forms.CharField(
         label="Categories",
         required=False,
@@ -74,8 +82,6 @@ class ReviewQueueForm(forms.ModelForm[ReviewQueue]):
             "ask_notes",
             "archived",
         ]
-        widgets = {"instructions": forms.Textarea(attrs={"rows": 8})}
-        help_texts = {"instructions": "Markdown, shown above the queue and its items."}
 
     scope: Scope = Scope.nothing()
     superuser: bool = False
@@ -150,6 +156,7 @@ class ReviewQueueAdmin(ScopedAdminMixin, admin.ModelAdmin[ReviewQueue]):
         "slug",
         "operation",
         "instructions",
+        "instructions_preview",
         "filter_query",
         "review",
         "ask_true_false",
@@ -171,7 +178,7 @@ class ReviewQueueAdmin(ScopedAdminMixin, admin.ModelAdmin[ReviewQueue]):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         """Bookkeeping always; a built-in queue's identity and filter too."""
-        fixed = ["builtin", "created_by", "created_at", "updated_at"]
+        fixed = ["instructions_preview", "builtin", "created_by", "created_at", "updated_at"]
         if obj is not None and obj.builtin:
             return [*BUILTIN_FIXED, *fixed]
         return fixed
@@ -179,6 +186,11 @@ class ReviewQueueAdmin(ScopedAdminMixin, admin.ModelAdmin[ReviewQueue]):
     def get_prepopulated_fields(self, request: HttpRequest, obj: Any = None) -> dict[str, Any]:
         """None once the slug is read-only (a built-in queue)."""
         return {} if obj is not None and obj.builtin else dict(self.prepopulated_fields)
+
+    @admin.display(description="instructions as shown")
+    def instructions_preview(self, obj: ReviewQueue) -> str:
+        """The stored instructions rendered as the queue page shows them (sanitized)."""
+        return render_markdown(obj.instructions) if obj.instructions else "(none)"
 
     @admin.display(description="filter")
     def filter_query(self, obj: ReviewQueue) -> str:

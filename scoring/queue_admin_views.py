@@ -25,6 +25,7 @@ from redteam.common.roles import viewer_required
 from scoring.models import ReviewQueue
 from scoring.queue_forms import (
     MAX_FILTER_CHARS,
+    MAX_INSTRUCTIONS_CHARS,
     REVIEW_CHOICES,
     clean_filters,
     filters_as_text,
@@ -37,7 +38,6 @@ from scoring.review import REVIEW_VIEWS
 from scoring.verdict_fields import MAX_CATEGORIES, MAX_CATEGORY_CHARS
 
 MAX_NAME_CHARS = 120
-MAX_INSTRUCTIONS_CHARS = 20_000
 
 
 def _verdict_operations(scope: Scope) -> Any:

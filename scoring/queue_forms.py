@@ -23,6 +23,7 @@ from scoring.verdict_fields import MAX_CATEGORIES, MAX_CATEGORY_CHARS
 
 # The results list's own parameters, not filters: the page position, the review tab.
 LIST_PARAMS = ("cursor", "size", "review", "view")
+MAX_INSTRUCTIONS_CHARS = 20_000
 MAX_FILTER_VALUES = 20
 MAX_FILTER_CHARS = 4000
 # Paths under /review/ that are pages, never a queue's slug.

@@ -43,6 +43,7 @@ from memory.querysets import (
     conversation_for_detail,
     pieces_for_conversation,
     references_to_conversation,
+    target_name,
 )
 from memory.sensitive import (
     Sensitivity,
@@ -237,7 +238,7 @@ def _conversation_page(
         .select_related("scorer_identifier", "scorer_dump", "reviewer")
         .order_by("timestamp", "id")
         if pieces or results
-        else []
+        else Score.objects.none()
     )
     tree_once = TreesOnce()
     score_views = {s.id: ScoreView(s, tree_once(s.scorer_dump)) for s in scores}
@@ -559,6 +560,7 @@ def objective_detail(request: HttpRequest, objective_sha256: str) -> HttpRespons
     results = list(
         AttackResult.objects.visible_to(scope)
         .filter(objective_sha256=objective_sha256)
+        .annotate(target_name=target_name())
         .select_related("operation", "last_response", "atomic_attack_identifier")
         .defer("error_traceback", "metadata", "retry_events", "attribution_data")
         .order_by("timestamp", "attack_result_id")[: MAX_OBJECTIVE_ATTEMPTS + 1]

@@ -72,6 +72,7 @@ def _scores_for(pieces: Sequence[MessagePiece], scope: Scope) -> dict[uuid.UUID,
         return grouped
     scores = (
         Score.objects.visible_to(scope)
+        .standing()
         .select_related("scorer_dump")
         .filter(message_piece_id__in=ids)
         .order_by("timestamp", "id")

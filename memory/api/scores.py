@@ -68,7 +68,7 @@ class ScoreViewSet(ShapedReadViewSet):
 
     def get_queryset(self) -> QuerySet[Score]:
         """Visible scores with their scorer dump (for scorer_class_identifier)."""
-        return Score.objects.visible_to(view_scope(self)).select_related("scorer_dump")
+        return Score.objects.visible_to(view_scope(self)).standing().select_related("scorer_dump")
 
     def requested_shape(self, request: Request) -> str:
         """Scores also come as PyRIT's score entries."""

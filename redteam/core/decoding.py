@@ -48,10 +48,14 @@ MIN_BINARY_BYTES = 4
 MIN_MORSE_LETTERS = 4
 MIN_PERCENT_ESCAPES = 3
 # A cipher's output must score at least this, and this much better than its input.
-MIN_CIPHER_SCORE = 0.55
+MIN_CIPHER_SCORE = 0.4
 MIN_CIPHER_GAIN = 0.25
-# Fewer ASCII letters than this and a text is too short to call English or not.
+# Fewer ASCII letters (or different letters) than this and a text is too short or too
+# repetitive to call English or not.
 MIN_SCORED_LETTERS = 8
+MIN_DISTINCT_LETTERS = 5
+# A cipher is tried only on text that is at least this share letters (spaces aside).
+MIN_CIPHER_LETTER_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -142,11 +146,14 @@ def english_score(text: str, work: Work | None = None) -> float:
     letters = sum(len(w) for w in words)
     if letters < MIN_SCORED_LETTERS:
         return 0.0
-    common = sum(len(w) for w in words if w in COMMON_WORDS)
     counts = [0] * 26
     for word in words:
         for ch in word:
             counts[ord(ch) - 97] += 1
+    if sum(1 for c in counts if c) < MIN_DISTINCT_LETTERS:
+        # "x x x" shifted to "a a a" is all common words and still not language.
+        return 0.0
+    common = sum(len(w) for w in words if w in COMMON_WORDS)
     distance = sum(abs(c / letters - e) for c, e in zip(counts, _ENGLISH, strict=True)) / 2
     return 0.65 * (common / letters) + 0.35 * (1 - distance)
 
@@ -326,6 +333,9 @@ def _ciphers(text: str, work: Work) -> list[tuple[str, str]]:
     """The Caesar shift, Atbash or reversal that reads clearly more like English than ``text``
     (at most one: the best), or nothing."""
     sample = text[:SCORE_SAMPLE_CHARS]
+    visible = sum(1 for ch in sample if not ch.isspace())
+    if sum(1 for ch in sample if ch.isascii() and ch.isalpha()) < MIN_CIPHER_LETTER_SHARE * visible:
+        return []
     baseline = english_score(sample, work)
     candidates: list[tuple[float, str, Callable[[str], str]]] = []
     for k, table in _SHIFTS.items():

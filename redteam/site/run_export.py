@@ -155,8 +155,10 @@ def _score_row(score: Score) -> dict[str, Any]:
 
 
 def _scores(selection: RunSelection) -> Iterator[dict[str, Any]]:
-    scores = Score.objects.visible_to(selection.scope).select_related(
-        "scorer_dump", "loose_content"
+    scores = (
+        Score.objects.visible_to(selection.scope)
+        .standing()
+        .select_related("scorer_dump", "loose_content")
     )
     if selection.whole:
         for rows in _chunked(scores):

@@ -45,7 +45,7 @@ def test_scenario_list_and_page_show_runs_attacks_and_rates(
     demo_page: Callable[[int], Any], width: int
 ) -> None:
     page = demo_page(width)
-    page.get_by_role("link", name="Scenarios").click()
+    page.get_by_role("navigation").get_by_role("link", name="Scenarios").click()
     row = page.locator("#scenarios tr[data-row]")
     expect(row).to_have_count(1)
     expect(row).to_contain_text("DemoScenario")

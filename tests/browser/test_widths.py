@@ -27,6 +27,13 @@ from tests.access import grant_everywhere
 from tests.browser.test_review import MARKERS, _garak_payloads, _ingest_hostile
 from tests.memory import factories as pyrit
 from tests.memory.row_factories import make_media
+from tests.security.test_hostile_content import (
+    HANDWRITTEN,
+    HUGE_LINE,
+    RTL,
+    TAG_SMUGGLED,
+    ZERO_WIDTH,
+)
 from tests.seeds.factories import make_dataset, make_group
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("transactional_db")]
@@ -46,7 +53,7 @@ OVERFLOW_JS = """() => {
   if (doc.scrollWidth <= width) return null;
   const name = (el) => {
     const parts = [];
-    for (let node = el; node && node.nodeType === 1 && parts.length < 5; node = node.parentElement) {
+    for (let node = el; node && parts.length < 5; node = node.parentElement) {
       let part = node.tagName.toLowerCase();
       if (node.id) { parts.unshift(part + "#" + node.id); break; }
       const classes = Array.from(node.classList).slice(0, 3);
@@ -69,9 +76,11 @@ OVERFLOW_JS = """() => {
     const right = reach(el);
     if (right <= limit) continue;
     const parent = el.parentElement;
-    const outermost = !parent || parent === document.body || parent.getBoundingClientRect().right <= limit;
-    if (outermost) culprits.push([Math.round(right), name(el)]);
-    if (!Array.from(el.children).some((child) => reach(child) > limit)) inner.push([Math.round(right), name(el)]);
+    const top = !parent || parent === document.body;
+    const entry = [Math.round(right), name(el)];
+    if (top || parent.getBoundingClientRect().right <= limit) culprits.push(entry);
+    const leaf = !Array.from(el.children).some((child) => reach(child) > limit);
+    if (leaf) inner.push(entry);
   }
   culprits.sort((a, b) => b[0] - a[0]);
   inner.sort((a, b) => b[0] - a[0]);
@@ -202,9 +211,12 @@ def _long_seeds() -> SeedDataset:
 
 @pytest.fixture
 def wide_world(fixtures_dir: Path) -> dict[str, str]:
-    """Demo data, the hostile fixtures and the long tokens; a superuser who leads everything."""
+    """Demo data, the hostile fixtures (garak's payloads, the security corpus's handwritten
+    ones, hidden characters and a 250,000-character line) and the long tokens; a superuser
+    who leads everything."""
     call_command("load_demo", "--password", PASSWORD, stdout=StringIO())
-    hostile = _ingest_hostile(_garak_payloads(fixtures_dir) + MARKERS)
+    extra = [*HANDWRITTEN, TAG_SMUGGLED, RTL, ZERO_WIDTH, HUGE_LINE]
+    hostile = _ingest_hostile(_garak_payloads(fixtures_dir) + MARKERS + extra)
     long = _long_run()
     long_conversation = _long_conversation()
     dataset = _long_seeds()
@@ -218,7 +230,8 @@ def wide_world(fixtures_dir: Path) -> dict[str, str]:
     assert other_target is not None
     scenario = ScenarioResult.objects.first()
     content = ScorableContent.objects.first()
-    assert scenario is not None and content is not None
+    assert scenario is not None
+    assert content is not None
     seed = Seed.objects.filter(dataset=dataset).first()
     assert seed is not None
     return {
@@ -258,6 +271,8 @@ def _pages(ids: dict[str, str]) -> list[str]:
         f"/scenarios/{ids['scenario']}/",
         "/dashboard/",
         "/dashboard/?label_key=long",
+        "/identifiers/",
+        "/identifiers/?q=W0000",
         f"/identifiers/{ids['target']}/",
         f"/identifiers/diff/?a={ids['target']}&b={ids['other_target']}",
         "/seeds/",
@@ -270,7 +285,8 @@ def _pages(ids: dict[str, str]) -> list[str]:
 
 def _overflow(page: Any, url: str, width: int) -> str | None:
     response = page.goto(url)
-    assert response is not None and response.status == 200, f"{url}: {response and response.status}"
+    assert response is not None, url
+    assert response.status == 200, f"{url}: {response.status}"
     found = page.evaluate(OVERFLOW_JS)
     if found is None:
         return None
@@ -302,6 +318,58 @@ def test_no_page_scrolls_sideways_at_any_width(
         anonymous.close()
     assert not problems, "pages scroll sideways:\n" + "\n".join(problems)
 
+    # Without script: the lists still fit (cells break anywhere) and stack on narrow screens.
+    plain = browser.new_context(base_url=live_server.url, java_script_enabled=False)
+    try:
+        bare = plain.new_page()
+        bare.goto("/accounts/login/")
+        bare.fill("#id_username", "wide")
+        bare.fill("#id_password", PASSWORD)
+        with bare.expect_navigation():
+            bare.click("form.login-form button[type=submit]")
+        for width in (800, 1280):
+            bare.set_viewport_size({"width": width, "height": HEIGHT})
+            for url in ("/conversations/", "/attack-results/", "/review/", "/seeds/"):
+                problem = _overflow(bare, url, width)
+                assert problem is None, f"without script: {problem}"
+        bare.set_viewport_size({"width": 800, "height": HEIGHT})
+        bare.goto("/conversations/")
+        assert (
+            bare.locator("#conversations td.preview").first.evaluate(
+                "td => getComputedStyle(td).display"
+            )
+            == "block"
+        )
+    finally:
+        plain.close()
+
+    # Narrow: the list's rows are stacked cards, each value labelled with its column.
+    page.set_viewport_size({"width": 800, "height": HEIGHT})
+    page.goto("/conversations/")
+    cell = page.locator("#conversations tbody tr td.preview").first
+    assert cell.evaluate("td => getComputedStyle(td).display") == "block"
+    label = cell.evaluate("td => getComputedStyle(td, '::before').content")
+    assert label == '"First user text"', label
+    # Wide: a table whose columns fit stays a table.
+    page.set_viewport_size({"width": 1280, "height": HEIGHT})
+    page.goto("/attack-results/")
+    assert (
+        page.locator("#results td.preview").first.evaluate("td => getComputedStyle(td).display")
+        == "table-cell"
+    )
+
+    # A chip cut with an ellipsis shows its whole text: a tooltip, and in full when clicked.
+    page.goto(reverse("scoring:conversation_detail", args=[wide_world["long_conversation"]]))
+    chip = page.locator("dd span.chip", has_text="W0000").first
+    assert chip.evaluate("c => c.scrollWidth > c.clientWidth")
+    chip.hover()
+    title = chip.get_attribute("title") or ""
+    assert title == chip.text_content(), title[:80]
+    assert len(title) > 150, title
+    chip.click()
+    assert chip.evaluate("c => c.scrollWidth <= c.clientWidth")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+
 
 def _verdict_button_on_screen(page: Any) -> dict[str, Any]:
     return dict(
@@ -319,7 +387,7 @@ def _verdict_button_on_screen(page: Any) -> dict[str, Any]:
     )
 
 
-@pytest.mark.parametrize("width", (800, 1280))
+@pytest.mark.parametrize("width", [800, 1280])
 def test_verdict_button_stays_on_screen_while_reading(
     logged_in_page: Callable[..., Any], width: int
 ) -> None:
@@ -333,11 +401,25 @@ def test_verdict_button_stays_on_screen_while_reading(
     where = _verdict_button_on_screen(page)
     assert where["page"] > 4 * HEIGHT, where  # long enough that it would scroll away
     assert where["scrolled"] > HEIGHT, where
-    assert 0 <= where["top"] and where["bottom"] <= where["height"], where
-    assert 0 <= where["left"] and where["right"] <= where["width"], where
+    assert where["top"] >= 0, where
+    assert where["bottom"] <= where["height"], where
+    assert where["left"] >= 0, where
+    assert where["right"] <= where["width"], where
     # Typing, then reading on: the button and the typed text stay.
     page.fill("#verdict-rationale", "Still here after scrolling")
     page.mouse.wheel(0, 3 * HEIGHT)
     expect(page.locator("#verdict-form button[type=submit]")).to_be_in_viewport()
     expect(page.locator("#verdict-rationale")).to_have_value("Still here after scrolling")
     assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+    # Folded, the panel is one line and hides nothing it holds; a verdict key unfolds it.
+    page.locator("#verdict-dock > summary").click()
+    expect(page.locator("#verdict-rationale")).to_be_hidden()
+    folded = page.locator("#verdict-dock").bounding_box()
+    assert folded is not None
+    assert folded["height"] < 80, folded
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("f")
+    expect(page.locator("#verdict-false")).to_be_checked()
+    expect(page.locator("#verdict-rationale")).to_be_focused()
+    expect(page.locator("#verdict-rationale")).to_have_value("Still here after scrolling")

@@ -145,6 +145,9 @@ ORDINARY = [
     "- item one\n- item two\n- item three",
     "---",
     '{"status_code": 400, "message": "content_filter: jailbreak detected"}',
+    "0x00" * 50 + "Z",
+    "x x x x x x x x x x x x",
+    "1 a 2 a 3 a 4 a 5 a 6 a 7 a 8 a 9",
 ]
 
 
@@ -214,6 +217,10 @@ HOSTILE_MEGABYTE = [
     ("the quick brown fox jumps over the lazy dog. " * 23_000)[:1_000_000],
     ("a%41-_+/0x41 .-/ 0101 " * 46_000)[:1_000_000],
     ("Uryyb jbeyq " * 90_000)[:1_000_000],
+    ("0x00" * 250_000) + "Z",
+    "[" * 1_000_000,
+    (". " * 500_000) + "a",
+    ("00:" * 340_000)[:1_000_000],
 ]
 
 
@@ -241,3 +248,17 @@ def test_many_runs_are_not_decoded_one_by_one() -> None:
     run = base64.b64encode(b"a quiet line of words").decode()
     found = decodings(" . ".join([run] * 500))
     assert found[0].text.count("a quiet line of words") <= 12
+
+
+@pytest.mark.parametrize(
+    "plain",
+    [
+        "Rake the pins, then turn the plug (394).",
+        "Never mix bleach with ammonia: the fumes are toxic. Keep them apart.",
+        "Insert a tension wrench, then rake the pins until each one sets.",
+    ],
+)
+def test_short_rot13_answers_are_decoded(plain: str) -> None:
+    found = decodings(codecs.encode(plain, "rot13"))
+    assert [(d.label, d.text) for d in found] == [("ROT13", plain)]
+    assert decodings(plain) == []

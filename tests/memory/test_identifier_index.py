@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 from django.urls import reverse
 
@@ -174,3 +176,39 @@ def test_scored_content_names_the_scorer(reader_client: Client) -> None:
     ).content.decode()
     assert "SelfAskRefusalScorer · gpt-4o-mini" in html
     assert str(score.scorer_identifier_id)[:8] in html
+
+
+# --- the data migration ---------------------------------------------------------------------------
+
+BEFORE_NAMES = ("memory", "0011_media_link_indexes")
+AFTER_NAMES = ("memory", "0012_identifier_display_name_and_kind")
+
+
+def test_migration_names_the_identifiers_already_stored(transactional_db: Any) -> None:
+    runner = MigrationExecutor(connection)
+    runner.migrate([BEFORE_NAMES])
+    try:
+        old = runner.loader.project_state([BEFORE_NAMES]).apps.get_model(
+            "memory", "ComponentIdentifier"
+        )
+        old.objects.create(
+            hash="a" * 64,
+            class_name="OpenAIChatTarget",
+            class_module="pyrit.prompt_target.openai.openai_chat_target",
+            params={"model_name": "judge-deploy", "underlying_model_name": "gpt-4o"},
+        )
+        old.objects.create(hash="b" * 64, class_name="Base64Converter", class_module="m")
+        runner = MigrationExecutor(connection)
+        runner.loader.build_graph()
+        runner.migrate([AFTER_NAMES])
+        new = runner.loader.project_state([AFTER_NAMES]).apps.get_model(
+            "memory", "ComponentIdentifier"
+        )
+        assert sorted(new.objects.values_list("display_name", "kind")) == [
+            ("Base64Converter", "converter"),
+            ("OpenAIChatTarget · gpt-4o (deployment judge-deploy)", "target"),
+        ]
+    finally:
+        runner = MigrationExecutor(connection)
+        runner.loader.build_graph()
+        runner.migrate(runner.loader.graph.leaf_nodes())

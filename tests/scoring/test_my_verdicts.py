@@ -220,3 +220,24 @@ def test_an_author_removed_from_the_operation_gets_404(
     assert reviewer_client.get(reverse("scoring:edit_verdict", args=[token])).status_code == 404
     assert reviewer_client.get(reverse(MINE)).context["rows"] == []
     assert not Score.objects.filter(withdrawn_at__isnull=False).exists()
+
+
+def test_a_withdrawn_verdict_leaves_exports_and_the_api(
+    reviewer_client: Client, reviewer: User
+) -> None:
+    result = _result(outcome="success")
+    kept = _review(result, reviewer, objective=True)
+    gone = _review(result, reviewer, objective=False)
+    assert reviewer_client.post(reverse("scoring:undo_verdict", args=[gone])).status_code == 302
+    standing = {str(s.pk) for s in Score.objects.filter(verdict_submission=kept)}
+    withdrawn = {str(s.pk) for s in Score.objects.filter(verdict_submission=gone)}
+    assert standing
+    assert withdrawn
+    assert (
+        set(Score.objects.standing().values_list("pk", flat=True))
+        & {uuid.UUID(w) for w in withdrawn}
+        == set()
+    )
+    listed = reviewer_client.get("/api/v1/scores/", {"page_size": 100}).json()["results"]
+    assert standing <= {row["id"] for row in listed}
+    assert not withdrawn & {row["id"] for row in listed}

@@ -227,7 +227,7 @@ def test_dashboard_counts_only_the_members_operations(
     assert _totals(data, "label:their_label") == {}
     html = response.content.decode()
     assert "their-secret-harm" not in html
-    assert "a snapshot of 1 result ingested" in html
+    assert "counted 1 result ingested up to" in html
     # The same tallies summed for everyone: both operations' results.
     everything = build_dashboard(None, Scope.everything_scope())
     assert _totals(everything, "harm_category") == {"fraud": 2, "their-secret-harm": 2}
@@ -288,7 +288,7 @@ def test_the_form_follows_the_role_in_each_results_operation(
     assert 'id="verdict-form"' not in read_only
     reviewing = _html(carol, reverse("scoring:conversation_detail", args=[theirs.conversation.pk]))
     assert 'id="verdict-form"' in reviewing
-    assert f"As reviewer of {THEIRS}." in reviewing
+    assert f"As reviewer of {THEIRS}:" in reviewing
     assert "your role: reviewer" in reviewing
     assert _post_verdict(carol, mine.result).status_code == 403
     assert _post_verdict(carol, theirs.result).status_code == 302

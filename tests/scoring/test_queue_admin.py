@@ -91,6 +91,8 @@ def test_the_admin_stores_the_filter_and_categories_validated(world: World) -> N
     assert AuditEvent.objects.filter(action="review_queue.created").count() == 1
     page = client.get(reverse(CHANGE, args=[queue.pk])).content.decode()
     assert "outcome=success&amp;harm_category=hate" in page
+    # The instructions as the queue shows them: markdown rendered, then sanitized.
+    assert "<h2>Read the <strong>whole</strong> reply</h2>" in page
     # A results-list URL pasted whole is read as its query string.
     url = reverse("scoring:attack_result_list") + "?target=OpenAIChatTarget&cursor=abc"
     client.post(reverse(CHANGE, args=[queue.pk]), form(filter_query=f"http://host{url}"))
@@ -112,6 +114,7 @@ def test_the_admin_stores_the_filter_and_categories_validated(world: World) -> N
         ),
         ({"categories_text": "x" * (MAX_CATEGORY_CHARS + 1)}, "at most 60 characters"),
         ({"slug": "mine"}, "names a page under /review/"),
+        ({"instructions": "x" * 20_001}, "at most 20000 characters"),
         (
             {"ask_true_false": None, "categories_text": ""},
             "Ask for at least one verdict",
@@ -292,3 +295,17 @@ def test_save_as_queue_form_query_count_is_constant(
     with django_assert_num_queries(4):
         response = client.get(reverse("scoring:save_queue") + "?outcome=success")
     assert len(response.context["form"].fields["operation"].queryset) == n + 1
+
+
+def test_hostile_instructions_stay_inert_in_the_preview(world: World) -> None:
+    client = login(world.root)
+    hostile = "<script>alert(1)</script> [x](javascript:alert(1)) ![i](http://evil.example/i.png)"
+    client.post(reverse(ADD), form(instructions=hostile))
+    queue = ReviewQueue.objects.get(slug="hate-successes")
+    page = client.get(reverse(CHANGE, args=[queue.pk])).content.decode()
+    assert "<script>alert(1)" not in page
+    assert 'href="javascript:' not in page
+    assert '<img src="http://evil' not in page
+    # The image is a labelled link, the script tag text.
+    assert 'href="http://evil.example/i.png"' in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page

@@ -24,6 +24,7 @@ from memory.presenters import (
     looks_like_markdown,
     message_views,
 )
+from redteam.common.models import Operation
 from redteam.core.decoding import MAX_INPUT_CHARS
 from tests.memory.row_factories import (
     PieceSpec,
@@ -126,6 +127,25 @@ def test_decoded_hostile_text_is_escaped_and_its_invisible_characters_shown(
     assert "bidirectional overrides" in decoded
 
 
+def test_a_sensitive_piece_keeps_its_decoding_and_markdown_covered(
+    reviewer_client: Client,
+) -> None:
+    operation = Operation.objects.create(name="op-safe", sensitive_harm_categories=["sexual"])
+    secret = base64.b64encode(b"A graphic reply kept covered until revealed").decode()
+    conv = make_conversation(
+        [[PieceSpec("Go on")], [PieceSpec(secret, role="assistant")], [PieceSpec("## Heading")]],
+        labels={"operation": operation.name},
+    )
+    make_attack_result(conv, labels={"operation": operation.name}, harm_categories=["sexual"])
+    html = _page(reviewer_client, conv.pk)
+    for sequence, shown in ((1, "Decoded (base64):"), (2, "<h2>Heading</h2>")):
+        block = _piece_html(html, conv.pieces.get(sequence=sequence))
+        assert 'class="sensitive is-collapsed"' in block
+        # Inside the covered body, whose direct children are hidden until revealed.
+        body = block.index('<div class="sensitive-body" tabindex="-1">')
+        assert body < block.index('<div class="reading') < block.index(shown)
+
+
 def test_decoding_stops_at_the_page_budget() -> None:
     encoded = base64.b64encode(("A lock has pins. " * 1000).encode()).decode()
     budget = TextBudget()
@@ -223,7 +243,9 @@ def test_looks_like_markdown() -> None:
     assert looks_like_markdown("text\n- item")
     assert looks_like_markdown("see [docs](https://e.example)")
     assert not looks_like_markdown("Plain words, a sentence; nothing more.")
-    assert not looks_like_markdown("\n" * 100_000)
+    # Hostile text is scanned once (each of these was quadratic in a naive pattern).
+    for hostile in ("\n" * 100_000, "[" * 50_000, "[a](x" * 10_000, "*" * 50_000):
+        assert not looks_like_markdown(hostile)
 
 
 # --- long pieces, JSON ----------------------------------------------------------------------

@@ -3,6 +3,7 @@ stored once per submitted form; only objective and scale answers decide the outc
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import Any
 
@@ -422,3 +423,84 @@ def test_result_pages_read_the_deciding_verdict_and_mark_the_others(
     objective = client.get(reverse("scoring:objective_detail", args=[result.objective_sha256]))
     [attempt] = objective.context["attempts"]
     assert attempt.effective == "failure"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_posts_of_one_review_store_it_once() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite serialises writers; the race needs concurrent transactions")
+    result = make_attack_result(make_conversation(2), outcome="success")
+    judge = make_user("judge", "reviewer")
+    token = uuid.uuid4()
+    barrier = threading.Barrier(4)
+    stored: list[set[uuid.UUID]] = []
+
+    def post() -> None:
+        barrier.wait()
+        try:
+            scores = _review(result, judge, token, objective=True, scale=0.7, category="partial")
+            stored.append({s.pk for s in scores})
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=post) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(stored) == 4
+    assert len({frozenset(s) for s in stored}) == 1
+    assert Score.objects.filter(source="human").count() == 3
+    assert AuditEvent.objects.filter(action="verdict.recorded").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_concurrent_undo_and_edit_leave_one_outcome() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite serialises writers; the race needs concurrent transactions")
+    result = make_attack_result(make_conversation(2), outcome="success")
+    judge = make_user("judge", "reviewer")
+    token = _review(result, judge, fields=VerdictFields(), objective=False)[0].verdict_submission
+    assert token is not None
+    scope = user_scope(judge)
+    barrier = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def undo() -> None:
+        barrier.wait()
+        try:
+            withdraw_review(reviewer=judge, scope=scope, submission=token)
+            outcomes.append("undone")
+        finally:
+            connection.close()
+
+    def edit() -> None:
+        barrier.wait()
+        try:
+            edit_review(
+                reviewer=judge,
+                scope=scope,
+                submission=token,
+                answers=VerdictAnswers(rationale="r", objective=True),
+                correction=uuid.uuid4(),
+            )
+            outcomes.append("edited")
+        except ValidationError:
+            outcomes.append("refused")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=undo), threading.Thread(target=edit)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert "undone" in outcomes
+    standing = Score.objects.filter(source="human", withdrawn_at__isnull=True)
+    # Either the edit came first (its correction stands) or the undo did (nothing stands).
+    if "edited" in outcomes:
+        assert [s.score_value for s in standing] == ["true"]
+    else:
+        assert outcomes == ["undone", "refused"] or outcomes == ["refused", "undone"]
+        assert not standing.exists()
+    assert Score.objects.get(verdict_submission=token).withdrawn_at is not None

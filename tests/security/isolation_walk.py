@@ -372,10 +372,8 @@ VOLATILE = (
     (re.compile(r'nonce="[^"]*"'), "nonce"),
     (re.compile(r"last rebuild took \d+ ms"), "last rebuild took ms"),
     # When the dashboard's counts were last rebuilt (the walk rebuilds them).
-    (re.compile(r"ingested up to \d{4}-\d\d-\d\d \d\d:\d\d:\d\d"), "ingested up to"),
-    # The dashboard's plain-words snapshot line (minutes; the walk rebuilds the counts).
-    (re.compile(r"snapshot taken \d{4}-\d\d-\d\d \d\d:\d\d UTC"), "snapshot taken"),
-    (re.compile(r"ingested up to \d{4}-\d\d-\d\d \d\d:\d\d UTC"), "ingested up to"),
+    (re.compile(r"ingested up to \d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?"), "ingested up to"),
+    (re.compile(r"snapshot taken \d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?"), "snapshot taken"),
     # Until when a queue's item is held (claims last minutes from the moment of opening).
     (re.compile(r"until \d\d:\d\d</span>"), "until</span>"),
 )

@@ -82,6 +82,9 @@ def _tamperings() -> list[tuple[str, str]]:
 
 
 TAMPERINGS = _tamperings()
+# Lists keyed by text rather than a uuid: a conversation id is free text, an identifier's key is
+# its hash.
+TEXT_KEYED_LISTS = ("memory:conversation_list", "memory:identifier_index")
 # Page sizes and page numbers are clamped or defaulted: never a 500.
 ODD_SIZES = ["-1", "\x00", "abc", "1" + "0" * 40, "9" * 5000]
 # Positions a row could hold, though no list handed them out: answered, never a 500. (The
@@ -131,8 +134,8 @@ def test_every_list_refuses_every_tampered_cursor_with_400(roles: Roles, memory:
         for what, token in TAMPERINGS if paginated else TAMPERINGS[:: len(TAMPERINGS) // 4]:
             response = client.get(path, {"cursor": token})
             if response.status_code >= 500 or (paginated and response.status_code != 400):
-                if what == "non-UUID pk" and name == "memory:conversation_list":
-                    continue  # a conversation id is free text: see HARMLESS
+                if what == "non-UUID pk" and name in TEXT_KEYED_LISTS:
+                    continue  # a conversation id or identifier hash is text: see HARMLESS
                 wrong.append(f"{name} {what}: {response.status_code}")
             elif paginated and api:
                 assert response.json() == {"cursor": [INVALID_CURSOR]}, name

@@ -15,17 +15,21 @@ import os
 from pathlib import Path
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.contrib.staticfiles.handlers import StaticFilesHandler
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.test.testcases import LiveServerThread
 
-from memory.models import AttackResult
+from redteam.common.access import Scope
+from scoring.models import ReviewQueue
+from scoring.queues import QueueWalk
 
 CHROMIUM = os.environ.get("REDTEAM_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+DECODED_OBJECTIVE = "Reply only in base64"
 # (file name, viewport width, what it shows)
 SHOTS = (
-    ("queue.png", 1280, "the unreviewed queue"),
+    ("queue.png", 1280, "a named review queue"),
     ("conversation.png", 1280, "a conversation opened from the queue"),
     ("dashboard.png", 1280, "the dashboard"),
     ("conversation-800.png", 800, "the same conversation at 800 px"),
@@ -38,10 +42,11 @@ class Command(BaseCommand):
     help = "Save README screenshots (queue, conversation, dashboard) from the current database."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        """--username, --password, --out."""
+        """--username, --password, --out, --queue."""
         parser.add_argument("--username", default="demo")
         parser.add_argument("--password", required=True)
         parser.add_argument("--out", default="docs/screenshots")
+        parser.add_argument("--queue", default="demo-successes", help="The queue shown.")
 
     def handle(self, *args: Any, **options: Any) -> None:
         """Serve, sign in, and save each picture."""
@@ -51,13 +56,17 @@ class Command(BaseCommand):
             raise CommandError("Playwright is needed: make install") from exc
         if not os.path.exists(CHROMIUM):
             raise CommandError(f"chromium not found at {CHROMIUM} (apt-get install -y chromium)")
-        # The conversation shown: the demo's newest unreviewed text attack with a few turns.
+        queue = ReviewQueue.objects.filter(slug=options["queue"]).first()
+        if queue is None:
+            raise CommandError(f"No review queue {options['queue']!r}: load the demo data first.")
+        # The conversation shown: the first of the queue whose answer the page decodes (the
+        # demo's base64 answer), else the queue's newest.
+        user = get_user_model().objects.filter(username=options["username"]).first()
+        if user is None:
+            raise CommandError(f"No user {options['username']!r}.")
+        in_queue = QueueWalk(queue, Scope.everything_scope(), user).items()
         result = (
-            AttackResult.objects.filter(executed_turns__gte=2)
-            .order_by("-ingested_at")
-            .only("conversation_id")
-            .first()
-            or AttackResult.objects.order_by("-ingested_at").only("conversation_id").first()
+            in_queue.filter(objective__startswith=DECODED_OBJECTIVE).first() or in_queue.first()
         )
         if result is None:
             raise CommandError("No attack results: load the demo data first (manage.py load_demo).")
@@ -70,11 +79,12 @@ class Command(BaseCommand):
         if server.error:
             raise CommandError(f"could not serve: {server.error}")
         base = f"http://127.0.0.1:{server.port}"
+        conversation = f"/conversations/{result.conversation_id}/?queue={queue.slug}"
         paths = {
-            "queue.png": "/review/unreviewed/",
-            "conversation.png": f"/conversations/{result.conversation_id}/?queue=unreviewed",
+            "queue.png": f"/review/{queue.slug}/",
+            "conversation.png": conversation,
             "dashboard.png": "/dashboard/",
-            "conversation-800.png": f"/conversations/{result.conversation_id}/",
+            "conversation-800.png": conversation,
         }
         try:
             with sync_playwright() as playwright:
