@@ -147,6 +147,7 @@ def test_unknown_archived_or_foreign_queues_are_404(reviewer: User) -> None:
     assert client.get(reverse("scoring:queue_detail", args=["old"])).status_code == 404
     elsewhere = Operation.objects.create(name="elsewhere")
     outsider = User.objects.create_user("olga")
+    assert conv.operation is not None
     grant(outsider, conv.operation, "reviewer")
     _queue("theirs", operation=elsewhere)
     assert _client(outsider).get(reverse("scoring:queue_detail", args=["theirs"])).status_code == (

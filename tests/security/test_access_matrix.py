@@ -124,6 +124,10 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     "scoring:my_verdicts": ("page_read", "GET"),
     "scoring:edit_verdict": ("page_read", "GET"),
     "scoring:undo_verdict": ("page_read", "POST"),
+    # Row 1 of the review queues is a built-in queue, which nobody may delete.
+    "admin:scoring_reviewqueue_delete": ("closed", "GET"),
+    # Saving a filtered results list as a queue: reviewers and above.
+    "scoring:save_queue": ("page_verdict", "GET"),
     "scoring:dashboard": ("page_read", "GET"),
 }
 LOGOUTS = {"logout", "admin:logout"}
