@@ -288,7 +288,7 @@ def test_the_form_follows_the_role_in_each_results_operation(
     assert 'id="verdict-form"' not in read_only
     reviewing = _html(carol, reverse("scoring:conversation_detail", args=[theirs.conversation.pk]))
     assert 'id="verdict-form"' in reviewing
-    assert f"As reviewer of {THEIRS}:" in reviewing
+    assert f"As reviewer of {THEIRS}." in reviewing
     assert "your role: reviewer" in reviewing
     assert _post_verdict(carol, mine.result).status_code == 403
     assert _post_verdict(carol, theirs.result).status_code == 302
