@@ -33,6 +33,7 @@ from scoring.queue_forms import (
     filters_as_text,
     filters_from_text,
     parse_categories,
+    require_a_verdict_field,
 )
 from scoring.verdict_fields import MAX_CATEGORIES, MAX_CATEGORY_CHARS
 
@@ -123,11 +124,7 @@ class ReviewQueueForm(forms.ModelForm[ReviewQueue]):
     def clean(self) -> dict[str, Any]:
         """At least one verdict field is asked."""
         data = super().clean() or {}
-        if not (data.get("ask_true_false") or data.get("ask_scale") or data.get("categories_text")):
-            raise ValidationError(
-                "Ask for at least one verdict: true/false, the 0..1 scale or a category.",
-                code="no_field",
-            )
+        require_a_verdict_field(data, "categories_text")
         return data
 
     def save(self, commit: bool = True) -> ReviewQueue:

@@ -32,6 +32,7 @@ from scoring.queue_forms import (
     filters_from_params,
     filters_from_text,
     parse_categories,
+    require_a_verdict_field,
     unique_slug,
 )
 from scoring.review import REVIEW_VIEWS
@@ -108,11 +109,7 @@ class SaveQueueForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         """At least one verdict field is asked."""
         data = super().clean() or {}
-        if not (data.get("ask_true_false") or data.get("ask_scale") or data.get("categories")):
-            raise ValidationError(
-                "Ask for at least one verdict: true/false, the 0..1 score or a category.",
-                code="no_field",
-            )
+        require_a_verdict_field(data, "categories")
         return data
 
 

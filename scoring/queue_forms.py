@@ -8,6 +8,7 @@ edited one per line. Both are bounded, so no stored queue makes a request costly
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from django.core.exceptions import ValidationError
@@ -114,6 +115,16 @@ def parse_categories(text: str) -> list[str]:
     if errors:
         raise ValidationError(" ".join(errors), code="invalid_categories")
     return categories
+
+
+def require_a_verdict_field(data: Mapping[str, Any], categories_field: str) -> None:
+    """A queue asks for at least one verdict: true/false, the 0..1 scale or a category (the
+    admin and save-as-queue forms name their categories field differently)."""
+    if not (data.get("ask_true_false") or data.get("ask_scale") or data.get(categories_field)):
+        raise ValidationError(
+            "Ask for at least one verdict: true/false, the 0..1 scale or a category.",
+            code="no_field",
+        )
 
 
 def categories_as_text(categories: Sequence[str] | None) -> str:

@@ -63,22 +63,24 @@ def queue_counts(scope: Scope, user: AccountUser) -> tuple[list[QueueCount], int
     return [QueueCount(q, counts.get(q.pk)) for q in queues], more
 
 
+# What a held or skipped item shows: its result, conversation and queue.
+ITEM_FIELDS = (
+    "attack_result__attack_result_id",
+    "attack_result__conversation_id",
+    "attack_result__objective",
+    "attack_result__outcome",
+    "queue__slug",
+    "queue__name",
+)
+
+
 def my_claims(user_id: int, scope: Scope, now: datetime) -> list[ReviewClaim]:
     """The viewer's unexpired claims on results they still see, soonest to expire first."""
     return list(
         ReviewClaim.objects.filter(user_id=user_id, expires_at__gt=now)
         .filter(scope.q("attack_result__operation"))
         .select_related("attack_result", "queue")
-        .only(
-            "expires_at",
-            "claimed_at",
-            "attack_result__attack_result_id",
-            "attack_result__conversation_id",
-            "attack_result__objective",
-            "attack_result__outcome",
-            "queue__slug",
-            "queue__name",
-        )
+        .only("expires_at", "claimed_at", *ITEM_FIELDS)
         .order_by("expires_at", "pk")[:MAX_CLAIMS_SHOWN]
     )
 
@@ -90,16 +92,7 @@ def my_skips(user_id: int, scope: Scope) -> list[ReviewSkip]:
         ReviewSkip.objects.filter(user_id=user_id, queue__in=visible_queues_q)
         .filter(scope.q("attack_result__operation"))
         .select_related("attack_result", "queue")
-        .only(
-            "reason",
-            "skipped_at",
-            "attack_result__attack_result_id",
-            "attack_result__conversation_id",
-            "attack_result__objective",
-            "attack_result__outcome",
-            "queue__slug",
-            "queue__name",
-        )
+        .only("reason", "skipped_at", *ITEM_FIELDS)
         .order_by("-skipped_at", "-pk")[:MAX_SKIPS_SHOWN]
     )
 
