@@ -56,7 +56,6 @@ _BOOLS: Final = {"True": "True", "TRUE": "True", "true": "True"} | {
 }
 _INT = re.compile(r"\s*[-+]?\d+\s*")
 _FLOAT = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*|\s*[-+]?(inf|infinity)\s*", re.I)
-_INT64_MAX: Final = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,9 +135,8 @@ def harm_csv(
 def pandas_reads(column: Sequence[str]) -> list[str]:
     """What PyRIT gets back for a text column: pandas' type inference, then ``str().strip()``."""
     if column and all(_INT.fullmatch(v) for v in column):
-        if all(abs(int(v)) <= _INT64_MAX for v in column):
-            return [str(int(v)) for v in column]
-        return [str(float(v)) for v in column]
+        # int64, uint64, or Python ints past those: each prints as the integer.
+        return [str(int(v)) for v in column]
     if column and all(_INT.fullmatch(v) or _FLOAT.fullmatch(v) for v in column):
         return [str(float(v)) for v in column]
     if column and all(v in _BOOLS for v in column):

@@ -303,6 +303,18 @@ def test_values_pyrit_would_change_are_refused() -> None:
         )
 
 
+@pytest.mark.parametrize("case", GOLDEN["pandas_inference"], ids=lambda c: "|".join(c["written"]))
+def test_prediction_of_pandas_types_equals_pyrit(case: dict[str, Any]) -> None:
+    assert pandas_reads(case["written"]) == case["read"]
+    rows = [LabeledRow(f"o{i}", v, [1], "text", "x") for i, v in enumerate(case["written"])]
+    changed = [v.strip() for v in case["written"]] != case["read"]
+    if changed:
+        with pytest.raises(ValueError, match="would be read by PyRIT as"):
+            objective_csv(rows, dataset_version="1")
+    else:
+        assert objective_csv(rows, dataset_version="1")
+
+
 def test_long_values_are_never_cut() -> None:
     long = "x" * 200_000 + "\n" + "y" * 10
     text = objective_csv([LabeledRow("o", long, [1], "text", "x")], dataset_version="1")
