@@ -21,6 +21,7 @@ Work is linear in the number of ratings apart from one sort of the distinct valu
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -378,3 +379,64 @@ def _pair_spread_weighted(rank: dict[float, float], counts: dict[float, int]) ->
     total = sum(counts.values())
     mean = math.fsum(rank[v] * c for v, c in counts.items()) / total
     return 2.0 * total * math.fsum(c * (rank[v] - mean) ** 2 for v, c in counts.items())
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetInfo:
+    """What PyRIT records beside the numbers in a metrics line (all optional)."""
+
+    dataset_name: str | None = None
+    dataset_version: str | None = None
+    average_score_time_seconds: float = 0.0
+    harm_category: str | None = None
+    harm_definition: str | None = None
+    harm_definition_version: str | None = None
+
+
+def registry_metrics(
+    metrics: ObjectiveScorerMetrics | HarmScorerMetrics, info: DatasetInfo | None = None
+) -> dict[str, Any]:
+    """The ``metrics`` object of a ``*_metrics.jsonl`` line, keys in PyRIT's dataclass order.
+
+    PyRIT writes ``asdict(metrics)`` without ``trial_scores``, ``_``-fields and None values.
+    """
+    info = info or DatasetInfo()
+    numbers = metrics.pyrit_metrics()
+    out: dict[str, Any] = {
+        "num_responses": numbers.pop("num_responses"),
+        "num_human_raters": numbers.pop("num_human_raters"),
+        "num_scorer_trials": numbers.pop("num_scorer_trials"),
+        "dataset_name": info.dataset_name,
+        "dataset_version": info.dataset_version,
+        "average_score_time_seconds": info.average_score_time_seconds,
+    }
+    if isinstance(metrics, HarmScorerMetrics):
+        humans = numbers.pop("krippendorff_alpha_humans", None)
+        model = numbers.pop("krippendorff_alpha_model", None)
+        out |= numbers
+        out["harm_category"] = info.harm_category
+        out["harm_definition"] = info.harm_definition
+        out["harm_definition_version"] = info.harm_definition_version
+        out["krippendorff_alpha_humans"] = humans
+        out["krippendorff_alpha_model"] = model
+    else:
+        out |= numbers
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def metrics_jsonl_line(
+    scorer_identifier: dict[str, Any],
+    eval_hash: str,
+    metrics: ObjectiveScorerMetrics | HarmScorerMetrics,
+    info: DatasetInfo | None = None,
+) -> str:
+    """One line of PyRIT's ``*_metrics.jsonl`` (no newline), as ``add_evaluation_results`` writes.
+
+    ``scorer_identifier`` is the identifier's flat dump (``model_dump()``); PyRIT sets
+    ``eval_hash`` and ``metrics`` after its keys and serializes with ``json.dumps`` defaults
+    (NaN is written as ``NaN``, which PyRIT's reader accepts).
+    """
+    entry = dict(scorer_identifier)
+    entry["eval_hash"] = eval_hash
+    entry["metrics"] = registry_metrics(metrics, info)
+    return json.dumps(entry)

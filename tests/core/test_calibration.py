@@ -13,11 +13,13 @@ import pytest
 
 from redteam.core.calibration import (
     Confusion,
+    DatasetInfo,
     cohen_kappa,
     harm_metrics,
     kappa_from_confusion,
     krippendorff_alpha,
     majority,
+    metrics_jsonl_line,
     objective_metrics,
     student_t_two_sided_p,
 )
@@ -171,6 +173,38 @@ def test_work_is_linear_on_100000_items() -> None:
     # Krippendorff on 300,000 distinct values: PyRIT's category matrices would hold 9e10 cells.
     units = [[rng.random() for _ in range(3)] for _ in range(n)]
     assert -1.0 <= krippendorff_alpha(units) <= 1.0
+
+
+# --- PyRIT's *_metrics.jsonl -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["objective", "harm"])
+def test_metrics_line_is_the_one_pyrit_writes(kind: str) -> None:
+    golden = GOLDEN["metrics_jsonl"]
+    entry = golden[kind]
+    case = next(c for c in GOLDEN[kind] if c["name"] == entry["case"])
+    compute = objective_metrics if kind == "objective" else harm_metrics
+    metrics = compute(_items(case))
+    line = metrics_jsonl_line(golden["identifier"], "e" * 64, metrics, DatasetInfo(**entry["info"]))
+    # Byte for byte PyRIT's add_evaluation_results line for the same numbers.
+    assert line == entry["pyrit_line"]
+    # And PyRIT's reader got every number of the line this project wrote.
+    read = entry["read_back"]
+    assert read["scorer_hash"] == golden["identifier"]["hash"]
+    for field, value in metrics.pyrit_metrics().items():
+        assert read["metrics"][field] == value
+    assert read["metrics"]["dataset_name"] == entry["info"]["dataset_name"]
+
+
+def test_metrics_line_writes_nan_as_pyrit_does() -> None:
+    line = metrics_jsonl_line(
+        {"class_name": "S"}, "h", harm_metrics([([0.1], [0.3]), ([0.2], [0.4])])
+    )
+    assert '"t_statistic": NaN' in line
+    assert json.loads(line)["metrics"]["krippendorff_alpha_combined"] == pytest.approx(
+        harm_metrics([([0.1], [0.3]), ([0.2], [0.4])]).krippendorff_alpha_combined
+    )
+    assert "krippendorff_alpha_humans" not in json.loads(line)["metrics"]
 
 
 # --- PyRIT's human-labeled CSV --------------------------------------------------------------
