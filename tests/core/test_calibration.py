@@ -160,7 +160,8 @@ def test_work_is_linear_on_100000_items() -> None:
     assert m.num_responses == n
     # Each rating is read once; everything after works on plain floats.
     assert Counted.reads == 5 * n
-    assert -1.0 <= m.krippendorff_alpha_combined <= 1.0
+    # Independent random ratings agree no better than chance.
+    assert abs(m.krippendorff_alpha_combined) < 0.02
     assert 0.0 <= m.p_value <= 1.0
     binary = [
         ([Counted(rng.randrange(2)) for _ in range(3)], [Counted(rng.randrange(2))])
@@ -170,9 +171,8 @@ def test_work_is_linear_on_100000_items() -> None:
     o = objective_metrics(binary)
     assert Counted.reads == 4 * n
     assert o.confusion.n == n
-    # Krippendorff on 300,000 distinct values: PyRIT's category matrices would hold 9e10 cells.
-    units = [[rng.random() for _ in range(3)] for _ in range(n)]
-    assert -1.0 <= krippendorff_alpha(units) <= 1.0
+    # 200,000 distinct values, one sort: PyRIT's category matrices would hold 4e10 cells.
+    assert abs(krippendorff_alpha([rng.random(), rng.random()] for _ in range(n))) < 0.02
 
 
 # --- PyRIT's *_metrics.jsonl -------------------------------------------------------------------
