@@ -16,6 +16,10 @@ Framework-free. The formulas are those of PyRIT 1.1.0 ``pyrit/score/scorer_evalu
   here in O(n log n) instead of PyRIT's categories-squared matrices; missing ratings are allowed.
   ``krippendorff_alpha_humans`` / ``_model`` are None with a single rater / trial.
 
+``metrics_jsonl_line`` writes the results as a line of PyRIT's ``*_metrics.jsonl`` registry
+(the scorer identifier's flat dump, ``eval_hash``, then ``metrics``), byte for byte as PyRIT's
+``add_evaluation_results`` does.
+
 Work is linear in the number of ratings apart from one sort of the distinct values.
 """
 
@@ -329,19 +333,22 @@ def krippendorff_alpha(units: Iterable[Sequence[float]]) -> float:
     (sum of marginals from c to k - (n_c + n_k) / 2)^2, the squared difference of the values'
     mid-ranks z, so disagreement is an interval-style sum over z, computed per unit.
     """
-    rows = [[float(v) for v in unit if not math.isnan(float(v))] for unit in units]
+    # One float conversion per rating; NaN (missing) is the value unequal to itself.
+    rows = [[f for v in unit if (f := float(v)) == f] for unit in units]
     total_ratings = sum(len(r) for r in rows)
     if total_ratings < 2:
         return NAN
     # Marginal counts over units with at least two ratings (single ratings pair with nothing).
     marginals: dict[float, int] = {}
-    categories: set[float] = set()
+    first = next(r[0] for r in rows if r)
+    varied = False
     for row in rows:
-        categories.update(row)
+        if not varied and any(v != first for v in row):
+            varied = True
         if len(row) >= 2:
             for v in row:
                 marginals[v] = marginals.get(v, 0) + 1
-    if len(categories) == 1:
+    if not varied:
         return 1.0
     total = sum(marginals.values())
     if total == 0:
