@@ -316,7 +316,7 @@ def test_list_page_shows_a_count_instead_of_ten_thousand_labels(
 ) -> None:
     case = hp.labels_case(10_000, hp.attack_result_template(fixtures_dir), conversations=2)
     ingest(api, case)
-    for url in ("/conversations/", "/attack-results/", "/review/"):
+    for url in ("/conversations/", "/attack-results/", "/review/unreviewed/"):
         html = reviewer.get(url).content.decode()
         assert "+9,992 more labels" in html or "+9992 more labels" in html, url
 
@@ -366,7 +366,7 @@ def test_verdicts_on_results_with_hostile_ids_return_to_their_page(
     for result in AttackResult.objects.filter(conversation_id__in=hp.ID_SHAPES):
         response = reviewer.post(
             reverse("scoring:verdict", args=[result.pk]),
-            {"verdict": "true", "rationale": "checked"},
+            {"verdict": "true", "rationale": "checked", "submission": str(uuid.uuid4())},
         )
         assert response.status_code == 302
         target = response["Location"].split("#")[0].split("?")[0]

@@ -117,7 +117,8 @@ def test_lead_sees_operations_and_memberships_in_the_admin_index(world: World) -
     response = login(world.lead).get(reverse("admin:index"))
     assert response.status_code == 200
     models = {m["object_name"] for app in response.context["app_list"] for m in app["models"]}
-    assert models == {"Operation", "OperationMembership"}
+    # Leads also curate their operations' review queues.
+    assert models == {"Operation", "OperationMembership", "ReviewQueue"}
 
 
 def test_staff_who_lead_nothing_see_no_operations_or_memberships(world: World) -> None:
