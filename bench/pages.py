@@ -466,7 +466,11 @@ def pages(sample: dict[str, str]) -> list[tuple[str, str]]:
         ("list, full-text search", "/conversations/?q=tumbler+wrench"),
         ("list, page 2", f"/conversations/?cursor={sample['cursor']}"),
         ("attack results", "/attack-results/"),
-        ("review queue", "/review/"),
+        ("home", "/"),
+        ("review queues", "/review/"),
+        ("unreviewed queue", "/review/unreviewed/"),
+        ("conversation in a queue", f"/conversations/{sample['conversation']}/?queue=unreviewed"),
+        ("identifier index", "/identifiers/"),
     ]
 
 
