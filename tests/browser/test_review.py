@@ -147,7 +147,11 @@ def test_reviewer_filters_reads_judges_and_finds_the_verdict_everywhere(
     page.wait_for_load_state()
     image = page.locator(".media img")
     expect(image).to_be_visible()
-    assert image.evaluate("img => img.complete && img.naturalWidth") > 0
+    # The image loads lazily: once scrolled to, its bytes arrive and decode.
+    image.scroll_into_view_if_needed()
+    page.wait_for_function(
+        "img => img.complete && img.naturalWidth > 0", arg=image.element_handle()
+    )
     assert "/media/" in image.get_attribute("src")
     expect(page.locator(".diff .d-delete").first).to_have_text("pick")
     expect(page.locator(".diff .d-insert").first).to_have_text("p1ck")
