@@ -103,8 +103,10 @@ CASE_BUILDERS: dict[str, Callable[..., hp.HostileCase]] = {
         for kind in ("repeated", "alternating", "tags")
         for run in hp.INVISIBLE_RUNS
     },
+    # A list page filled with such rows is served by tests/reliability/test_bounded_work_served.py;
+    # four conversations keep this in-process twin quick.
     "labels-10000": lambda fixtures_dir, **_: hp.labels_case(
-        10_000, hp.attack_result_template(fixtures_dir)
+        10_000, hp.attack_result_template(fixtures_dir), conversations=4
     ),
     "ids": lambda fixtures_dir, **_: hp.ids_case(hp.attack_result_template(fixtures_dir)),
     "scores": lambda fixtures_dir, **_: hp.scores_case(hp.score_template(fixtures_dir)),
