@@ -34,8 +34,10 @@ serve: $(STAMP)
 	DEBUG=0 $(PY) manage.py collectstatic --noinput
 	DEBUG=0 exec $(VENV)/bin/gunicorn redteam.wsgi:application -c python:redteam.gunicorn_conf
 
+# One pytest worker per CPU (pytest-xdist); each worker has its own test database and server.
+TEST_WORKERS ?= auto
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

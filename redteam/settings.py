@@ -69,6 +69,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
+    "redteam.common.replicas.ReplicaReadsMiddleware",
     # Last, as django-axes requires: turns a locked-out login into a 429 page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -115,6 +116,21 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     )
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+
+# PostgreSQL streaming replicas (comma-separated URLs): review pages and read APIs read from
+# them; writes, and reads of a client that just wrote, stay on the primary
+# (redteam/common/replicas.py). Pinned clients read the primary for this many seconds.
+# Tests never create, flush or migrate a replica (MIRROR); a test that wants one adds it.
+for _number, _url in enumerate(env.list("DATABASE_REPLICA_URLS", default=[]), start=1):
+    DATABASES[f"replica{_number}"] = {
+        **env.db_url_config(_url),
+        "ATOMIC_REQUESTS": False,
+        "CONN_MAX_AGE": DATABASES["default"].get("CONN_MAX_AGE", 0),
+        "TEST": {"MIRROR": "default"},
+    }
+DATABASE_REPLICAS = [alias for alias in DATABASES if alias != "default"]
+DATABASE_REPLICA_PIN_SECONDS = env.int("DATABASE_REPLICA_PIN_SECONDS", default=10)
+DATABASE_ROUTERS = ["redteam.common.replicas.ReplicaRouter"]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -24,6 +24,7 @@ from django.views.decorators.http import require_GET, require_POST
 from memory.models import AttackResult
 from redteam.common.access import scope_for
 from redteam.common.markdown import render_markdown
+from redteam.common.replicas import primary_reads
 from redteam.common.roles import viewer_required
 from scoring.models import ReviewQueue
 from scoring.queues import (
@@ -140,6 +141,7 @@ def queue_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 @require_GET
 @viewer_required
+@primary_reads
 def queue_step(request: HttpRequest, slug: str, direction: str) -> HttpResponse:
     """Hand the viewer the queue's next (or previous) item after `?from=<result id>`, or its
     first one: claimed on the way, never one another reviewer holds."""

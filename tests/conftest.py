@@ -42,6 +42,13 @@ def _fast_password_hashing(settings: pytest.FixtureRequest) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # type: ignore[attr-defined]
 
 
+@pytest.fixture(autouse=True)
+def _no_replica_reads(settings: pytest.FixtureRequest) -> None:
+    """Reads stay on the test database unless a test adds a replica (a replica alias in the
+    environment would be a second connection that cannot see a test's uncommitted rows)."""
+    settings.DATABASE_REPLICAS = []  # type: ignore[attr-defined]
+
+
 @pytest.fixture
 def quiet_request_log() -> Iterator[None]:
     """Tests that expect hundreds of 4xx answers: each would log a warning line."""
