@@ -48,7 +48,7 @@ def download_links(data: QueryDict) -> list[tuple[str, str]]:
         query.pop(name, None)
     url = reverse("scoring:human_labels")
     links = [("Objective labels (PyRIT CSV)", _with(url, query, {}))]
-    categories = [c for c in query.getlist("harm_category") if c.strip()]
+    categories = list(dict.fromkeys(c.strip() for c in query.getlist("harm_category") if c.strip()))
     if len(categories) == 1:
         links.append(
             (f"Harm labels: {categories[0]} (PyRIT CSV)", _with(url, query, {"kind": "harm"}))

@@ -191,7 +191,7 @@ def parse_request(data: QueryDict, scope: Scope) -> Request:
     )
     if kind == "objective":
         return request
-    categories = filterset.form.cleaned_data.get("harm_category") or []
+    categories = list(dict.fromkeys(filterset.form.cleaned_data.get("harm_category") or []))
     if len(categories) != 1:
         raise ExportRefused(
             "A harm file is for one harm category (PyRIT evaluates one per file): give exactly "

@@ -258,6 +258,10 @@ def test_harm_file_takes_scale_verdicts_of_one_category() -> None:
     # The image has no scale verdict; "NA" is refused and reported.
     assert all(r["assistant_response"] != "/memory/images/1712.png" for r in got)
     assert str(world["missing"].pk) in report[1]
+    # One category named twice (or padded) is still one category.
+    assert _export("kind=harm&harm_category=violence&harm_category=+violence") == _export(
+        "kind=harm&harm_category=violence"
+    )
     defined = _read(
         _export(
             "kind=harm&harm_category=violence&harm_definition=custom/v.yaml"
