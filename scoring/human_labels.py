@@ -31,8 +31,9 @@ What goes into a file:
 Values are written as stored (a response starting with "=" stays one): the file is PyRIT's
 input, not a spreadsheet, and PyRIT must read back exactly what the reviewers judged.
 
-Bounded: at most `settings.HUMAN_LABELS_MAX_ROWS` results per file (more is refused, as a
-400 on the page, before anything is read), and two queries whatever the number of rows.
+Bounded: at most `settings.HUMAN_LABELS_MAX_ROWS` results and `HUMAN_LABELS_MAX_CHARS`
+characters of objectives and responses per file (more is refused, as a 400 on the page, as soon
+as the bound is passed while reading), and two queries whatever the number of rows.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ KINDS = ("objective", "harm")
 # The verdict field each kind of file reads.
 KIND_FIELDS = {"objective": VerdictField.OBJECTIVE, "harm": VerdictField.SCALE}
 DEFAULT_MAX_ROWS = 5_000
+# A stored value may hold millions of characters: the file's text is bounded too.
+DEFAULT_MAX_CHARS = 32 * 1024 * 1024
+READ_CHUNK = 500
 MAX_RATERS = 20
 # Comment lines naming left-out results; the count of the others follows.
 MAX_REPORTED = 100
@@ -82,6 +86,12 @@ _FILENAME_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 def max_rows() -> int:
     """The most results one file may hold (settings.HUMAN_LABELS_MAX_ROWS)."""
     return int(getattr(settings, "HUMAN_LABELS_MAX_ROWS", DEFAULT_MAX_ROWS))
+
+
+def max_chars() -> int:
+    """The most characters of objectives and responses one file may hold
+    (settings.HUMAN_LABELS_MAX_CHARS)."""
+    return int(getattr(settings, "HUMAN_LABELS_MAX_CHARS", DEFAULT_MAX_CHARS))
 
 
 class ExportRefused(ValueError):
@@ -282,15 +292,25 @@ def export_human_labels(request: Request, scope: Scope, limit: int | None = None
     settings.HUMAN_LABELS_MAX_ROWS by default). Queries: the results (one, with their
     responses) and their verdicts (one)."""
     limit = max_rows() if limit is None else limit
+    budget = max_chars()
     selected = _selected(request, scope)
-    results = list(
-        selected.only("attack_result_id", "objective", "targeted_harm_categories")[: limit + 1]
-    )
-    if len(results) > limit:
-        raise ExportRefused(
-            f"More than {limit} attack results match; narrow the filters (a file holds at most "
-            f"{limit})."
-        )
+    rows_wanted = selected.only("attack_result_id", "objective", "targeted_harm_categories")
+    results: list[AttackResult] = []
+    used = 0
+    # Read in chunks and stop at the first result past either bound, before holding it all.
+    for result in rows_wanted[: limit + 1].iterator(chunk_size=READ_CHUNK):
+        if len(results) == limit:
+            raise ExportRefused(
+                f"More than {limit} attack results match; narrow the filters (a file holds at "
+                f"most {limit})."
+            )
+        used += len(result.objective) + len(getattr(result, "response_value", None) or "")
+        if used > budget:
+            raise ExportRefused(
+                f"The matching results hold more than {budget:,} characters of objectives and "
+                "responses; narrow the filters."
+            )
+        results.append(result)
     scores = _rater_scores(request, scope, selected) if results else {}
     rows: list[LabeledRow] = []
     row_ids: list[uuid.UUID] = []

@@ -434,6 +434,13 @@ def test_download_refuses_too_many_rows(
     response = reviewer_client.get(reverse(URL))
     assert response.status_code == 400
     assert "narrow the filters" in response.content.decode()
+    settings.HUMAN_LABELS_MAX_ROWS = 3
+    assert reviewer_client.get(reverse(URL)).status_code == 200
+    # Characters of objectives and responses are bounded too.
+    settings.HUMAN_LABELS_MAX_CHARS = 60  # two results' objectives and responses: 56
+    response = reviewer_client.get(reverse(URL))
+    assert response.status_code == 400
+    assert "more than 60 characters" in response.content.decode()
     assert reviewer_client.get(reverse(URL) + "?after=yesterday").status_code == 400
     assert reviewer_client.get(reverse(URL) + "?outcome=failure&raters=1").status_code == 400
 
