@@ -41,7 +41,6 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from django import forms
@@ -260,11 +259,11 @@ def _rater_scores(
             "scorer_identifier_id",
             "score_type",
             "score_value",
-            "timestamp",
         )
     )
-    latest: dict[uuid.UUID, dict[Any, tuple[datetime, float]]] = {}
-    for result_id, reviewer_id, scorer_hash, score_type, value, moment in verdicts.iterator():
+    # Per result, rater -> score, kept in the order of each rater's latest verdict.
+    latest: dict[uuid.UUID, dict[Any, float]] = {}
+    for result_id, reviewer_id, scorer_hash, score_type, value in verdicts.iterator():
         number = _rating(request.kind, score_type, value)
         if number is None:
             continue
@@ -272,8 +271,8 @@ def _rater_scores(
         rater = reviewer_id if reviewer_id is not None else f"scorer:{scorer_hash}"
         raters = latest.setdefault(result_id, {})
         raters.pop(rater, None)  # the newer verdict replaces it, in order
-        raters[rater] = (moment, number)
-    return {rid: [n for _, n in raters.values()] for rid, raters in latest.items()}
+        raters[rater] = number
+    return {rid: list(raters.values()) for rid, raters in latest.items()}
 
 
 def _rating(kind: str, score_type: str, value: str | None) -> float | None:

@@ -475,3 +475,14 @@ def test_list_page_and_queue_link_the_download(reviewer_client: Client) -> None:
     assert "kind=harm" not in plain
     queue = reviewer_client.get(reverse("scoring:queue_detail", args=["reviewed"]))
     assert 'href="/attack-results/human-labels.csv"' in queue.content.decode()
+
+
+def test_a_deleted_reviewer_is_still_one_rater() -> None:
+    alice, bob = make_user("alice"), make_user("bob")
+    result = _result("a response")
+    _verdict(result, alice, objective=True)
+    _verdict(result, bob, objective=False)
+    _verdict(result, bob, objective=True)  # bob's latest replaces his first
+    bob.delete()
+    assert [r[2:4] for r in _read(_export("raters=2"))[3]] == [["1", "1"]]
+    assert _read(_export("raters=3"))[3] == []
