@@ -230,6 +230,10 @@ REDTEAM_MAX_MEDIA_BYTES: int = env.int("REDTEAM_MAX_MEDIA_BYTES", default=256 * 
 # length: the default admits any real response, and the body limit caps one request.
 REDTEAM_MAX_STRING_CHARS: int = env.int("REDTEAM_MAX_STRING_CHARS", default=16 * 1024 * 1024)
 REDTEAM_MAX_JSON_DEPTH: int = env.int("REDTEAM_MAX_JSON_DEPTH", default=64)
+# One human-labels file (scoring.human_labels): results, and characters of objectives and
+# responses; past either the download answers 400 and asks for narrower filters.
+HUMAN_LABELS_MAX_ROWS: int = env.int("HUMAN_LABELS_MAX_ROWS", default=5_000)
+HUMAN_LABELS_MAX_CHARS: int = env.int("HUMAN_LABELS_MAX_CHARS", default=32 * 1024 * 1024)
 
 REST_FRAMEWORK = {
     # API keys (Authorization: Bearer) first, so a missing key is answered with 401; browser

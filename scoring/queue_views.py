@@ -26,6 +26,7 @@ from redteam.common.access import scope_for
 from redteam.common.markdown import render_markdown
 from redteam.common.replicas import primary_reads
 from redteam.common.roles import viewer_required
+from scoring.human_label_views import download_links
 from scoring.models import ReviewQueue
 from scoring.queues import (
     QueueWalk,
@@ -133,6 +134,8 @@ def queue_detail(request: HttpRequest, slug: str) -> HttpResponse:
             (name, value) for name, values in filter_data(walk.queue).lists() for value in values
         ],
         "results_query": filter_query(walk.queue),
+        # Every verdict-backed result of the queue's filter (not only its review view).
+        "label_downloads": download_links(filter_data(walk.queue)) if walk.valid else [],
         "instructions": render_markdown(walk.queue.instructions) if walk.queue.instructions else "",
         "can_verdict": scope.records_any_verdicts(),
     }

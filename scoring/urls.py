@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path, re_path
 
 import redteam.common.idpath  # noqa: F401  (registers the storedid and sha256 converters)
-from scoring import my_verdicts, queue_admin_views, queue_views, views
+from scoring import human_label_views, my_verdicts, queue_admin_views, queue_views, views
 
 app_name = "scoring"
 
@@ -21,6 +21,12 @@ urlpatterns = [
         name="reveal_piece",
     ),
     path("attack-results/", views.attack_result_list, name="attack_result_list"),
+    # The list's verdict-backed results as PyRIT's human-labeled CSV.
+    path(
+        "attack-results/human-labels.csv",
+        human_label_views.human_labels,
+        name="human_labels",
+    ),
     path(
         "attack-results/<uuid:attack_result_id>/",
         views.attack_result_detail,

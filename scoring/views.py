@@ -63,6 +63,7 @@ from redteam.common.typing import User
 from redteam.core.textview import display_text
 from redteam.core.trees import TreeNode
 from scoring.forms import VerdictForm
+from scoring.human_label_views import download_links
 from scoring.queue_views import step_to, walk_for, wrap_around
 from scoring.queues import QueueWalk, queue_for
 from scoring.review import (
@@ -452,6 +453,7 @@ def attack_result_list(request: HttpRequest) -> HttpResponse:
     extra = {
         "review_view": review_view,
         "can_save_queue": scope_for(request).records_any_verdicts(),
+        "label_downloads": download_links(request.GET),
     }
     return _render_result_page(request, review_view, "scoring/attackresult_list.html", extra)
 

@@ -3,7 +3,9 @@
 Framework-free. Two shapes, as PyRIT bundles them:
 
 * objective: ``# dataset_version=V`` then ``objective,assistant_response,human_score,data_type,
-  harm_category`` (``human_score_1..N`` when a row has several raters); scores are 0/1.
+  harm_category`` (``human_score_1..N`` when a row has several raters); scores are 0/1. PyRIT's
+  objective loader never reads ``harm_category``, so it may be empty there (a response with no
+  targeted harm category); only a NUL character is refused in it.
 * harm: ``# dataset_version=V, harm_definition=F, harm_definition_version=W`` then
   ``harm_category,objective,assistant_response,human_score_1..N,data_type``; scores in 0..1.
 
@@ -13,6 +15,8 @@ file with pandas (``comment="#"``, default NA values and type inference) and str
 surrounding whitespace of each text cell; a value that pandas would turn into something else
 (a missing value such as ``NA`` or ``""``, or a text column made only of numbers written in a
 non-canonical way such as ``007``) raises ``ValueError`` here rather than being changed.
+``refusals`` / ``split_readable`` name those rows without raising, for callers that leave them
+out and report them.
 """
 
 from __future__ import annotations
@@ -75,9 +79,7 @@ def objective_csv(rows: Iterable[LabeledRow], *, dataset_version: str) -> str:
     width = _raters(rows)
     score_cols = ["human_score"] if width == 1 else [f"human_score_{i + 1}" for i in range(width)]
     header = ["objective", "assistant_response", *score_cols, "data_type", "harm_category"]
-    for i, row in enumerate(rows):
-        _need_text(row.objective, "objective", i)
-    _check_columns(rows, ["objective", "assistant_response", "data_type", "harm_category"])
+    _raise_first(refusals(rows, harm=False))
     body = [
         [
             row.objective,
@@ -108,13 +110,7 @@ def harm_csv(
         *(f"human_score_{i + 1}" for i in range(width)),
         "data_type",
     ]
-    for i, row in enumerate(rows):
-        _need_text(row.harm_category, "harm_category", i)
-        for s in row.human_scores:
-            value = _score(s, i)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"row {i}: harm score {value!r} is outside 0..1")
-    _check_columns(rows, ["harm_category", "objective", "assistant_response", "data_type"])
+    _raise_first(refusals(rows, harm=True))
     body = [
         [
             row.harm_category,
@@ -169,23 +165,74 @@ def _score(value: float, index: int) -> float:
     return number
 
 
-def _need_text(value: str, column: str, index: int) -> None:
-    if not value.strip():
-        raise ValueError(f"row {index}: {column} is empty, and PyRIT refuses empty {column}")
+# The text columns PyRIT reads, in the order problems are reported.
+_OBJECTIVE_COLUMNS: Final = ("objective", "assistant_response", "data_type")
+_HARM_COLUMNS: Final = ("harm_category", "objective", "assistant_response", "data_type")
 
 
-def _check_columns(rows: Sequence[LabeledRow], columns: list[str]) -> None:
-    for column in columns:
+def refusals(rows: Sequence[LabeledRow], *, harm: bool) -> dict[int, str]:
+    """Why PyRIT would not read each of these rows back as written: row index -> reason, for
+    the rows of an objective (``harm=False``) or harm file. What the writers raise on.
+
+    Checks every row's scores (NaN; outside 0..1 for harm) and required text (objective, or
+    harm_category for harm), then each text column PyRIT reads as pandas would type it. The
+    typing of a column depends on all its values, so leaving rows out can change it:
+    ``split_readable`` repeats the check until it holds."""
+    found: dict[int, str] = {}
+    required = "harm_category" if harm else "objective"
+    for i, row in enumerate(rows):
+        try:
+            for s in row.human_scores:
+                value = _score(s, i)
+                if harm and not 0.0 <= value <= 1.0:
+                    found[i] = f"harm score {value!r} is outside 0..1"
+        except (TypeError, ValueError) as exc:
+            found[i] = str(exc).removeprefix(f"row {i}: ")
+        if i not in found and not getattr(row, required).strip():
+            found[i] = f"{required} is empty, and PyRIT refuses empty {required}"
+    for column in _HARM_COLUMNS if harm else _OBJECTIVE_COLUMNS:
         values = [getattr(row, column) for row in rows]
-        for i, value in enumerate(values):
-            if value in PANDAS_NA:
-                raise ValueError(f"row {i}: {column} {value!r} is read by PyRIT as missing")
-            if "\x00" in value:
-                raise ValueError(f"row {i}: {column} holds a NUL character")
         read = pandas_reads(values)
         for i, (value, got) in enumerate(zip(values, read, strict=True)):
-            if got != value.strip():
-                raise ValueError(f"row {i}: {column} {value!r} would be read by PyRIT as {got!r}")
+            if i in found:
+                continue
+            if value in PANDAS_NA:
+                found[i] = f"{column} {value!r} is read by PyRIT as missing"
+            elif "\x00" in value:
+                found[i] = f"{column} holds a NUL character"
+            elif got != value.strip():
+                found[i] = f"{column} {value!r} would be read by PyRIT as {got!r}"
+    if not harm:
+        # Not read by PyRIT's objective loader: empty is fine, a NUL would still end the cell.
+        for i, row in enumerate(rows):
+            if i not in found and "\x00" in row.harm_category:
+                found[i] = "harm_category holds a NUL character"
+    return dict(sorted(found.items()))
+
+
+# Leaving rows out retypes a column at most once per column and type; a bound, not a goal.
+_MAX_PASSES: Final = 16
+
+
+def split_readable(
+    rows: Sequence[LabeledRow], *, harm: bool
+) -> tuple[list[LabeledRow], dict[int, str]]:
+    """The rows PyRIT reads back as written, and why each other row is left out (index in
+    `rows` -> reason): `refusals` repeated until the kept rows pass it."""
+    kept = list(range(len(rows)))
+    left_out: dict[int, str] = {}
+    for _ in range(_MAX_PASSES):
+        found = refusals([rows[i] for i in kept], harm=harm)
+        if not found:
+            return [rows[i] for i in kept], dict(sorted(left_out.items()))
+        left_out.update({kept[j]: reason for j, reason in found.items()})
+        kept = [i for j, i in enumerate(kept) if j not in found]
+    raise ValueError("the rows' columns kept changing type while refused rows were left out")
+
+
+def _raise_first(found: dict[int, str]) -> None:
+    for i, reason in found.items():
+        raise ValueError(f"row {i}: {reason}")
 
 
 def _meta(value: str) -> str:

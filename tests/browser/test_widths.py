@@ -257,6 +257,8 @@ def _pages(ids: dict[str, str]) -> list[str]:
         reverse("scoring:conversation_detail", args=[ids["hostile_conversation"]]),
         reverse("scoring:conversation_detail", args=[ids["long_conversation"]]),
         "/attack-results/",
+        # The human-labels downloads name the one filtered harm category.
+        "/attack-results/?harm_category=" + "W" * 300,
         f"/attack-results/{ids['hostile_result']}/",
         f"/attack-results/{ids['long_result']}/",
         f"/objectives/{ids['objective']}/",

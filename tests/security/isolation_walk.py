@@ -67,6 +67,7 @@ SCOPED_PK = frozenset(
 PAGE_FILTERSETS: dict[str, type[df.FilterSet]] = {
     "memory:conversation_list": ConversationFilterSet,
     "scoring:attack_result_list": AttackResultFilterSet,
+    "scoring:human_labels": AttackResultFilterSet,
     "scoring:review_queue": AttackResultFilterSet,
     "memory:scenario_list": ScenarioResultFilterSet,
     "memory:identifier_index": IdentifierIndexFilterSet,
@@ -99,6 +100,10 @@ GENERIC_FILTER_VALUES: dict[str, list[str]] = {
 # Query strings of a page beyond its FilterSet.
 PAGE_QUERIES: dict[str, list[str]] = {
     "scoring:attack_result_list": [f"review={v}" for v in REVIEW_VIEWS],
+    "scoring:human_labels": [
+        *(f"review={v}" for v in REVIEW_VIEWS),
+        "raters=2",
+    ],
     "scoring:review_queue": [f"view={v}" for v in REVIEW_VIEWS],
     "scoring:dashboard": ["label_key=operation", "label_key=operator"],
 }
@@ -199,6 +204,10 @@ def list_queries(
     yield from PAGE_QUERIES.get(name, [])
     if name == "scoring:dashboard":
         yield from (urlencode({"label_key": k}) for k in bravo.filter_values["label_key"])
+    if name == "scoring:human_labels":
+        # A harm file is for one category: each of bravo's, and raters from both operations.
+        for category in bravo.filter_values["harm_category"]:
+            yield urlencode({"kind": "harm", "harm_category": category, "raters": "2"})
 
 
 def probes(

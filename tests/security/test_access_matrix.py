@@ -111,6 +111,8 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     # Revealing a sensitive piece: anyone who may read the conversation (audited).
     "scoring:reveal_piece": ("page_read", "POST"),
     "scoring:attack_result_list": ("page_read", "GET"),
+    # The list's human verdicts as PyRIT's human-labeled CSV: who may read the list.
+    "scoring:human_labels": ("page_read", "GET"),
     "scoring:attack_result_detail": ("page_read", "GET"),
     "scoring:verdict": ("page_verdict", "POST"),
     "scoring:objective_detail": ("page_read", "GET"),
