@@ -66,6 +66,7 @@ SCOPED_PK = frozenset(
 # their viewsets' filterset_class).
 PAGE_FILTERSETS: dict[str, type[df.FilterSet]] = {
     "memory:conversation_list": ConversationFilterSet,
+    "memory:live_conversations": ConversationFilterSet,
     "scoring:attack_result_list": AttackResultFilterSet,
     "scoring:review_queue": AttackResultFilterSet,
     "memory:scenario_list": ScenarioResultFilterSet,
