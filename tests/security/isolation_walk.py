@@ -377,6 +377,9 @@ VOLATILE = (
     (re.compile(r"snapshot taken \d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?"), "snapshot taken"),
     # Until when a queue's item is held (claims last minutes from the moment of opening).
     (re.compile(r"until \d\d:\d\d</span>"), "until</span>"),
+    # Where the dashboard's live check starts: the snapshot's watermark when no result arrived
+    # since (the walk rebuilds the snapshot).
+    (re.compile(r"/live/dashboard/\?since=[\w=-]*"), "/live/dashboard/?since="),
 )
 
 
