@@ -66,13 +66,15 @@ def newer_than(qs: QuerySet[Any], marker: Marker | None, ts_field: str, pk_field
     """The rows of `qs` beyond `marker` in (ts, pk) descending order, newest first, at most
     LIVE_LIMIT + 1 of them (their primary keys)."""
     if marker is not None:
-        # The plain bound lets the planner start the index scan at the marker.
+        # The plain bound lets the planner start the index scan at the marker; each arm of the
+        # OR is bounded by the timestamp too, so a bitmap plan never reads rows by key alone.
         qs = qs.filter(**{f"{ts_field}__gte": marker.ts})
         if marker.pk is None:
             qs = qs.filter(**{f"{ts_field}__gt": marker.ts})
         else:
             qs = qs.filter(
-                Q(**{f"{ts_field}__gt": marker.ts}) | Q(**{f"{pk_field}__gt": marker.pk})
+                Q(**{f"{ts_field}__gt": marker.ts})
+                | Q(**{ts_field: marker.ts, f"{pk_field}__gt": marker.pk})
             )
     return qs.order_by(f"-{ts_field}", f"-{pk_field}").values_list(pk_field, flat=True)[
         : LIVE_LIMIT + 1

@@ -4,7 +4,9 @@ cover them too; this names each case)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.contrib.auth.models import User
@@ -13,6 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from memory.models import Conversation
+from redteam.common.live import Marker
 from scoring.models import ReviewQueue
 from scoring.tallies import refresh_outcome_tallies
 from tests.access import grant
@@ -136,3 +139,14 @@ def test_pages_render_markers_of_visible_rows_only(world: dict[str, Any]) -> Non
     assert page.context["rows"][0].pk == alpha.pk
     answer = client.get(page.context["live"].url).json()
     assert answer["new"] == 0
+
+
+def test_the_dashboard_marker_is_the_newest_visible_result(world: dict[str, Any]) -> None:
+    client = _client(world["member"])
+    refresh_outcome_tallies(watermark=timezone.now() - timedelta(hours=1))
+    alpha_newest = make_attack_result(make_conversation(2, labels=ALPHA), labels=ALPHA)
+    make_attack_result(make_conversation(2, labels=BRAVO), labels=BRAVO)
+    page = client.get(reverse("scoring:dashboard"))
+    since = parse_qs(urlsplit(page.context["live"].url).query)["since"][0]
+    assert since == Marker(alpha_newest.ingested_at, alpha_newest.pk).token()
+    assert client.get(page.context["live"].url).json()["new"] == 0
