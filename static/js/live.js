@@ -136,7 +136,7 @@
       banner.appendChild(document.createTextNode(" "));
       banner.appendChild(button);
     }
-    text.textContent = message + " \u2014";
+    text.textContent = message + ".";
     banner.hidden = false;
   }
 
