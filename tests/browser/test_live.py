@@ -1,7 +1,9 @@
 """Live pages in a real browser, at 800 and 1280 px: the conversation list notices a
 conversation ingested while it is open, says so in a banner without reloading (what the reader
 typed stays), and its Refresh shows the new conversation with the page's filter and the typed
-text kept; a running conversation does the same for new pieces and a half-typed verdict."""
+text kept; a running conversation does the same for new pieces and a half-typed verdict. The
+page asks at its interval, less often when hidden, and stops on refusals, past the bound and
+after repeated failures."""
 
 from __future__ import annotations
 
@@ -113,3 +115,71 @@ def test_a_running_conversation_notices_new_pieces_and_keeps_a_half_typed_verdic
     expect(page.locator("#verdict-rationale")).to_have_value("The reply gives the steps.")
     expect(page.locator("#verdict-true")).to_be_checked()
     assert _fits(page)
+
+
+def _asking(page: Any, answer: Callable[[Any], None]) -> list[str]:
+    """Answer every poll of the page with `answer(route)`; the polled URLs, in order."""
+    asked: list[str] = []
+
+    def handle(route: Any) -> None:
+        asked.append(route.request.url)
+        answer(route)
+
+    page.route("**/live/**", handle)
+    return asked
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "expected"),
+    [
+        # Nothing new: it keeps asking, at the page's interval.
+        (200, '{"new": 0, "more": false, "final": false, "message": ""}', range(3, 7)),
+        # Past the bound there is nothing more to learn: one question.
+        (200, '{"new": 20, "more": true, "final": true, "message": "20+ new"}', range(1, 2)),
+        # A refusal does not get better: one question.
+        (404, "{}", range(1, 2)),
+        (403, "<html></html>", range(1, 2)),
+        # Not JSON (a login page after the session ended): a few tries, spaced out, then none.
+        (200, "<html>log in</html>", range(2, 3)),
+    ],
+)
+def test_the_page_asks_at_its_pace_and_stops_when_it_should(
+    logged_in_page: Callable[..., Any],
+    settings: Any,
+    status: int,
+    body: str,
+    expected: range,
+) -> None:
+    settings.REDTEAM_LIVE_POLL_SECONDS = 1
+    make_conversation(2, labels=LABELS)
+    make_user("rita", "reviewer")
+    page = logged_in_page("rita", PASSWORD)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    asked = _asking(
+        page,
+        lambda route: route.fulfill(status=status, body=body, content_type="application/json"),
+    )
+    page.goto("/conversations/")
+    page.wait_for_timeout(5_500)
+    assert len(asked) in expected, asked
+    assert all("/live/conversations/?since=" in url for url in asked)
+    if "20+" in body:
+        expect(page.locator("#live-banner")).to_contain_text("20+ new.")
+    else:
+        expect(page.locator("#live-banner")).to_be_hidden()
+
+
+def test_a_hidden_tab_asks_less_often(logged_in_page: Callable[..., Any], settings: Any) -> None:
+    settings.REDTEAM_LIVE_POLL_SECONDS = 1
+    make_conversation(2, labels=LABELS)
+    make_user("rita", "reviewer")
+    page = logged_in_page("rita", PASSWORD)
+    page.add_init_script(
+        "Object.defineProperty(document, 'hidden', {configurable: true, get: () => true});"
+    )
+    quiet = '{"new": 0, "more": false, "final": false, "message": ""}'
+    asked = _asking(page, lambda route: route.fulfill(body=quiet, content_type="application/json"))
+    page.goto("/conversations/")
+    page.wait_for_timeout(5_500)
+    # The first question after one interval, the next only after five.
+    assert len(asked) == 1, asked
