@@ -36,7 +36,13 @@ from _common import django_on_scratch_database
 PIECES_PER_CONVERSATION = 10
 SCALES = (10_000, 1_000_000)
 BUDGET_RATIO = 2.0
-BUDGETED = ("conversation list", "conversation page", "dashboard")
+BUDGETED = (
+    "conversation list",
+    "conversation page",
+    "dashboard",
+    "live: conversation list",
+    "live: dashboard",
+)
 WORDS = [
     *BASE_WORDS,
     "safe",
@@ -471,22 +477,52 @@ def pages(sample: dict[str, str]) -> list[tuple[str, str]]:
         ("unreviewed queue", "/review/unreviewed/"),
         ("conversation in a queue", f"/conversations/{sample['conversation']}/?queue=unreviewed"),
         ("identifier index", "/identifiers/"),
+        # Live pages' polls (redteam/common/live.py): nothing new since the page, and a page
+        # that showed nothing (the count stops at its bound).
+        ("live: conversation list", f"/live/conversations/?since={sample['list_marker']}"),
+        (
+            "live: list, label filter",
+            f"/live/conversations/?label=operation:op3&since={sample['list_marker']}",
+        ),
+        ("live: list, none seen", "/live/conversations/"),
+        ("live: conversation", sample["conversation_live"]),
+        ("live: unreviewed queue", f"/live/review/unreviewed/?since={sample['result_marker']}"),
+        ("live: dashboard", f"/live/dashboard/?since={sample['result_marker']}"),
     ]
 
 
 def sample_urls() -> dict[str, str]:
-    """A conversation from the middle of the table and the list's second-page cursor."""
-    from memory.models import Conversation
+    """A conversation from the middle of the table, the list's second-page cursor, and the
+    markers the live pages render (the newest conversation and result)."""
+    from memory.live import list_marker
+    from memory.models import AttackResult, Conversation
     from memory.querysets import conversations_for_list
     from redteam.common.access import Scope
+    from redteam.common.live import Marker
     from redteam.common.pagination import DEFAULT_PAGE_SIZE, encode_cursor
+    from scoring.live import conversation_live
 
     total = Conversation.objects.count()
     middle = Conversation.objects.order_by("conversation_id")[total // 2]
-    last = list(conversations_for_list(Scope.everything_scope())[:DEFAULT_PAGE_SIZE])[-1]
+    first_page = list(conversations_for_list(Scope.everything_scope())[:DEFAULT_PAGE_SIZE])
+    last = first_page[-1]
     assert last.last_timestamp is not None
     cursor = encode_cursor("n", last.last_timestamp, last.conversation_id)
-    return {"conversation": middle.conversation_id, "cursor": cursor}
+    list_marker_ = list_marker(first_page)
+    assert list_marker_ is not None
+    newest = AttackResult.objects.order_by("-ingested_at", "-attack_result_id").first()
+    assert newest is not None
+    request = type("Get", (), {"method": "GET"})()
+    middle.updated_at = datetime.now(UTC)  # as a running conversation's
+    live = conversation_live(request, middle, list(middle.attack_results.all()))
+    assert live is not None
+    return {
+        "conversation": middle.conversation_id,
+        "cursor": cursor,
+        "list_marker": list_marker_.token(),
+        "result_marker": Marker(newest.ingested_at, newest.pk).token(),
+        "conversation_live": live.url,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -5,12 +5,13 @@ from __future__ import annotations
 from django.urls import path
 
 import redteam.common.idpath  # noqa: F401  (registers the sha256 converter)
-from memory import content_views, scenario_views, views
+from memory import content_views, live, scenario_views, views
 
 app_name = "memory"
 
 urlpatterns = [
     path("conversations/", views.conversation_list, name="conversation_list"),
+    path("live/conversations/", live.live_conversations, name="live_conversations"),
     path("identifiers/", views.identifier_index, name="identifier_index"),
     path("identifiers/diff/", views.identifier_diff, name="identifier_diff"),
     path("identifiers/<sha256:hash>/", views.identifier_detail, name="identifier_detail"),

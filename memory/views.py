@@ -22,6 +22,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from memory.filters import ConversationFilterSet, IdentifierIndexFilterSet
+from memory.live import conversation_list_live
 from memory.models import (
     AttackResult,
     ComponentIdentifier,
@@ -104,6 +105,8 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
         "filterset": filterset,
         **page.context(),
         "has_filters": any(k not in ("cursor", "size") for k in request.GET),
+        # New conversations since this page: polled by static/js/live.js (first page only).
+        "live": conversation_list_live(request, page.rows) if page.status == 200 else None,
         **filter_form_context(request),
     }
     return render(request, "memory/conversation_list.html", context, status=page.status)

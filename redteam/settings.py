@@ -214,6 +214,9 @@ REDTEAM_API_KEY_FAILURE_WINDOW: int = env.int("REDTEAM_API_KEY_FAILURE_WINDOW", 
 # Review queues: opening an item holds it for this many minutes, so reviewers working one
 # queue never get the same item from "next" (scoring/queues.py).
 REVIEW_CLAIM_MINUTES: int = env.int("REVIEW_CLAIM_MINUTES", default=10)
+# Live pages: how often (seconds) an open list, queue, dashboard or running conversation asks
+# whether new rows arrived (redteam/common/live.py); hidden tabs ask less often.
+REDTEAM_LIVE_POLL_SECONDS: int = env.int("REDTEAM_LIVE_POLL_SECONDS", default=12)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"

@@ -27,6 +27,7 @@ from redteam.common.markdown import render_markdown
 from redteam.common.replicas import primary_reads
 from redteam.common.roles import viewer_required
 from scoring.human_label_views import download_links
+from scoring.live import queue_live
 from scoring.models import ReviewQueue
 from scoring.queues import (
     QueueWalk,
@@ -121,7 +122,11 @@ def queue_detail(request: HttpRequest, slug: str) -> HttpResponse:
     more = len(items) > QUEUE_PAGE_SIZE
     items = items[:QUEUE_PAGE_SIZE]
     humans = latest_human_verdicts((r.pk for r in items), scope)
+    # New items since this page (static/js/live.js) start after the queue's first item: on a
+    # later page one more query finds it.
+    first = (items[0] if items else None) if number == 1 else walk.items().first()
     context = {
+        "live": queue_live(walk, first),
         "queue": walk.queue,
         "view": walk.queue.slug,
         "walk_errors": walk.errors if not walk.valid else {},

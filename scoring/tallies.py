@@ -246,6 +246,9 @@ class Dashboard:
     snapshot_results: int
     live_results: int
     headline: Headline
+    # The newest visible result ingested after the snapshot, as (ingested_at, pk): where the
+    # page's live check starts (None: none since the snapshot, it starts at the watermark).
+    newest: tuple[datetime, Any] | None = None
 
 
 def _dirty_results(watermark: datetime, scope: Scope) -> list[dict[str, Any]]:
@@ -374,6 +377,14 @@ def build_dashboard(label_key: str | None, scope: Scope) -> Dashboard:
         snapshot=snapshot,
         snapshot_results=snapshot_results,
         live_results=len(dirty),
+        newest=max(
+            (
+                (row["ingested_at"], row["pk"])
+                for row in dirty
+                if row["ingested_at"] > snapshot.watermark
+            ),
+            default=None,
+        ),
         headline=_headline(counts[_ONE_PER_RESULT].values(), counts[REVIEW_DIMENSION]),
     )
 

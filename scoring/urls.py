@@ -5,7 +5,14 @@ from __future__ import annotations
 from django.urls import path, re_path
 
 import redteam.common.idpath  # noqa: F401  (registers the storedid and sha256 converters)
-from scoring import human_label_views, my_verdicts, queue_admin_views, queue_views, views
+from scoring import (
+    human_label_views,
+    live,
+    my_verdicts,
+    queue_admin_views,
+    queue_views,
+    views,
+)
 
 app_name = "scoring"
 
@@ -65,4 +72,12 @@ urlpatterns = [
         name="queue_skip",
     ),
     path("dashboard/", views.dashboard, name="dashboard"),
+    # Live pages (scoring/live.py): has anything arrived since the page was rendered?
+    path(
+        "live/conversations/<storedid:conversation_id>/",
+        live.live_conversation,
+        name="live_conversation",
+    ),
+    path("live/review/<slug:slug>/", live.live_queue, name="live_queue"),
+    path("live/dashboard/", live.live_dashboard, name="live_dashboard"),
 ]

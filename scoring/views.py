@@ -64,6 +64,7 @@ from redteam.core.textview import display_text
 from redteam.core.trees import TreeNode
 from scoring.forms import VerdictForm
 from scoring.human_label_views import download_links
+from scoring.live import conversation_live, dashboard_live
 from scoring.queue_views import step_to, walk_for, wrap_around
 from scoring.queues import QueueWalk, queue_for
 from scoring.review import (
@@ -299,6 +300,8 @@ def _conversation_page(
         "verdict_submission": uuid.uuid4(),
         **_promote_context(request.user),
         **queue_context,
+        # Pieces and results arriving while the attack runs (static/js/live.js).
+        "live": conversation_live(request, conversation, results),
     }
     return render(request, "scoring/conversation_detail.html", context, status=status)
 
@@ -647,6 +650,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "charts": charts,
         "label_key": label_key,
         "can_refresh": can_refresh,
+        # Results ingested after the newest one counted here (static/js/live.js).
+        "live": dashboard_live(data),
     }
     return render(request, "scoring/dashboard.html", context)
 

@@ -66,6 +66,7 @@ SCOPED_PK = frozenset(
 # their viewsets' filterset_class).
 PAGE_FILTERSETS: dict[str, type[df.FilterSet]] = {
     "memory:conversation_list": ConversationFilterSet,
+    "memory:live_conversations": ConversationFilterSet,
     "scoring:attack_result_list": AttackResultFilterSet,
     "scoring:human_labels": AttackResultFilterSet,
     "scoring:review_queue": AttackResultFilterSet,
@@ -385,6 +386,9 @@ VOLATILE = (
     (re.compile(r"snapshot taken \d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?"), "snapshot taken"),
     # Until when a queue's item is held (claims last minutes from the moment of opening).
     (re.compile(r"until \d\d:\d\d</span>"), "until</span>"),
+    # Where the dashboard's live check starts: the snapshot's watermark when no result arrived
+    # since (the walk rebuilds the snapshot).
+    (re.compile(r"/live/dashboard/\?since=[\w=-]*"), "/live/dashboard/?since="),
 )
 
 

@@ -131,6 +131,11 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     # Saving a filtered results list as a queue: reviewers and above.
     "scoring:save_queue": ("page_verdict", "GET"),
     "scoring:dashboard": ("page_read", "GET"),
+    # Live pages: has anything arrived since the page was rendered? As the pages themselves.
+    "memory:live_conversations": ("page_read", "GET"),
+    "scoring:live_conversation": ("page_read", "GET"),
+    "scoring:live_queue": ("page_read", "GET"),
+    "scoring:live_dashboard": ("page_read", "GET"),
 }
 LOGOUTS = {"logout", "admin:logout"}
 
