@@ -6,6 +6,8 @@ keeps it apart from automated scores so both can be shown side by side.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.core.validators import validate_slug
 from django.db import models
@@ -177,6 +179,26 @@ class ReviewSkip(models.Model):
         return f"{self.attack_result_id} skipped in {self.queue_id}"
 
 
+PUBLISHED_OBJECTIVE_HEADLINE = (
+    "num_responses",
+    "num_human_raters",
+    "accuracy",
+    "accuracy_standard_error",
+    "f1_score",
+    "precision",
+    "recall",
+)
+PUBLISHED_HARM_HEADLINE = (
+    "num_responses",
+    "num_human_raters",
+    "mean_absolute_error",
+    "mae_standard_error",
+    "t_statistic",
+    "p_value",
+    "krippendorff_alpha_combined",
+)
+
+
 class PublishedScorerMetrics(models.Model):
     """One line of a PyRIT ``*_metrics.jsonl`` registry: metrics published for a scorer
     configuration (eval hash), read by ``manage.py import_scorer_metrics``.
@@ -225,3 +247,11 @@ class PublishedScorerMetrics(models.Model):
 
     def __str__(self) -> str:
         return f"{self.scorer_class or 'scorer'} {self.eval_hash[:8]} in {self.file_name}"
+
+    def headline(self) -> list[tuple[str, Any]]:
+        """The metrics a summary shows, by PyRIT's names, in PyRIT's order."""
+        names = (
+            PUBLISHED_OBJECTIVE_HEADLINE if self.kind == "objective" else PUBLISHED_HARM_HEADLINE
+        )
+        values = self.metrics if isinstance(self.metrics, dict) else {}
+        return [(name, values.get(name)) for name in names if name in values]

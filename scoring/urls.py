@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path, re_path
 
 import redteam.common.idpath  # noqa: F401  (registers the storedid and sha256 converters)
-from scoring import my_verdicts, queue_admin_views, queue_views, views
+from scoring import calibration_views, my_verdicts, queue_admin_views, queue_views, views
 
 app_name = "scoring"
 
@@ -59,4 +59,6 @@ urlpatterns = [
         name="queue_skip",
     ),
     path("dashboard/", views.dashboard, name="dashboard"),
+    path("scorers/", calibration_views.scorer_list, name="scorer_list"),
+    path("scorers/<sha256:eval_hash>/", calibration_views.scorer_detail, name="scorer_detail"),
 ]
