@@ -218,8 +218,9 @@ class PublishedScorerMetrics(models.Model):
     scorer_identifier = ExactJSONField(default=dict, blank=True)
     # The line's metrics object verbatim (NaN kept as NaN).
     metrics = ExactJSONField(default=dict, blank=True)
-    dataset_name = ExactCharField(max_length=255, blank=True, default="")
-    dataset_version = ExactCharField(max_length=64, blank=True, default="")
+    # PyRIT joins the names and versions of combined datasets with "_": they run long.
+    dataset_name = ExactCharField(max_length=1000, blank=True, default="")
+    dataset_version = ExactCharField(max_length=255, blank=True, default="")
     harm_category = ExactCharField(max_length=120, blank=True, default="")
     pyrit_version = ExactCharField(max_length=32, blank=True, default="")
     # The registry file's base name (PyRIT names them <dataset>_metrics.jsonl) and its line.
