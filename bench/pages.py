@@ -89,6 +89,8 @@ WORDS = [
 ]
 HARMS = ("violence", "illegal", "physical_security", "cybercrime", "hate", "self_harm")
 OUTCOMES = ("success", "failure", "failure", "failure", "undetermined", "error")
+# Share of attack results with human verdicts (scorer calibration pages read them).
+REVIEWED_SHARE = 0.02
 
 
 # --- synthetic data ------------------------------------------------------------------------------
@@ -201,10 +203,14 @@ def _store_identifiers() -> Identifiers:
 
 
 class Generator:
-    """Deterministic rows for COPY: conversations, pieces, attack results, scores."""
+    """Deterministic rows for COPY: conversations, pieces, attack results, scores, and human
+    verdicts on a share of the results (REVIEWED_SHARE, by `reviewers`)."""
 
-    def __init__(self, seed: int, ids: Identifiers) -> None:
+    def __init__(self, seed: int, ids: Identifiers, reviewers: Sequence[int] = ()) -> None:
         self.rng = random.Random(seed)
+        # Its own stream, so adding verdicts leaves every other generated row as it was.
+        self.review_rng = random.Random(seed + 1)
+        self.reviewers = list(reviewers)
         self.ids = ids
         self.t0 = datetime(2026, 9, 1, tzinfo=UTC)
         self.texts = [
@@ -333,8 +339,39 @@ class Generator:
                 "conversation": [conversation],
                 "piece": pieces,
                 "result": [result],
-                "score": [score],
+                "score": [score, *self._verdicts(result, last, ingested_at)],
             }
+
+    def _verdicts(
+        self, result: dict[str, Any], last: dict[str, Any], ingested_at: datetime
+    ) -> list[dict[str, Any]]:
+        """Objective verdicts by one to three reviewers on a share of the results."""
+        if not self.reviewers or self.review_rng.random() >= REVIEWED_SHARE:
+            return []
+        raters = self.review_rng.sample(self.reviewers, self.review_rng.randint(1, 3))
+        return [
+            {
+                "id": uuid.UUID(int=self.review_rng.getrandbits(128), version=4),
+                "score_value": self.review_rng.choice(("true", "false")),
+                "status": "complete",
+                "score_value_description": "Human reviewer verdict",
+                "score_type": "true_false",
+                "score_rationale": "synthetic verdict",
+                "score_metadata": "{}",
+                "scorer_class": "HumanReviewScorer",
+                "message_piece_id": last["id"],
+                "timestamp": last["timestamp"] + timedelta(minutes=5 + i),
+                "pyrit_version": "1.1.0",
+                "source_shape": "1.x",
+                "source": "human",
+                "attack_result_id": result["attack_result_id"],
+                "reviewer_id": reviewer,
+                "verdict_submission": uuid.UUID(int=self.review_rng.getrandbits(128), version=4),
+                "verdict_field": "objective",
+                "ingested_at": ingested_at,
+            }
+            for i, reviewer in enumerate(raters)
+        ]
 
 
 def _copy(tables: dict[str, Any], batches: Iterator[dict[str, list[Any]]]) -> dict[str, int]:
@@ -471,6 +508,9 @@ def pages(sample: dict[str, str]) -> list[tuple[str, str]]:
         ("unreviewed queue", "/review/unreviewed/"),
         ("conversation in a queue", f"/conversations/{sample['conversation']}/?queue=unreviewed"),
         ("identifier index", "/identifiers/"),
+        ("scorers", "/scorers/"),
+        ("scorer page", f"/scorers/{sample['eval_hash']}/"),
+        ("scorer metrics API", "/api/v1/scorer-metrics/"),
     ]
 
 
@@ -480,13 +520,16 @@ def sample_urls() -> dict[str, str]:
     from memory.querysets import conversations_for_list
     from redteam.common.access import Scope
     from redteam.common.pagination import DEFAULT_PAGE_SIZE, encode_cursor
+    from scoring.calibration import calibrations_for
 
     total = Conversation.objects.count()
     middle = Conversation.objects.order_by("conversation_id")[total // 2]
     last = list(conversations_for_list(Scope.everything_scope())[:DEFAULT_PAGE_SIZE])[-1]
     assert last.last_timestamp is not None
     cursor = encode_cursor("n", last.last_timestamp, last.conversation_id)
-    return {"conversation": middle.conversation_id, "cursor": cursor}
+    calibrated = calibrations_for(Scope.everything_scope(), {})
+    eval_hash = calibrated[0].eval_hash if calibrated else "0" * 64
+    return {"conversation": middle.conversation_id, "cursor": cursor, "eval_hash": eval_hash}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -505,7 +548,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     user = User.objects.create_superuser("bench", "bench@example.invalid", "bench-pass-1")
     client = Client(HTTP_HOST="127.0.0.1")
     client.force_login(user)
-    gen = Generator(seed=7, ids=_store_identifiers())
+    reviewers = [
+        User.objects.create_user(f"reviewer{i}", f"reviewer{i}@example.invalid").pk
+        for i in range(3)
+    ]
+    gen = Generator(seed=7, ids=_store_identifiers(), reviewers=reviewers)
 
     results: list[Measurement] = []
     loaded = 0
