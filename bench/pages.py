@@ -89,8 +89,12 @@ WORDS = [
 ]
 HARMS = ("violence", "illegal", "physical_security", "cybercrime", "hate", "self_harm")
 OUTCOMES = ("success", "failure", "failure", "failure", "undetermined", "error")
-# Share of attack results with human verdicts (scorer calibration pages read them).
-REVIEWED_SHARE = 0.02
+# Human verdicts (scorer calibration pages read them): half the results get one to three
+# reviewers' verdicts until REVIEWED_RESULTS are reviewed, all in the small scale's data, so
+# the larger scale measures the pages against a bigger table with the same review work done.
+# Their cost is linear in the verdicts (the queries are index lookups driven by them).
+REVIEWED_SHARE = 0.5
+REVIEWED_RESULTS = 300
 
 
 # --- synthetic data ------------------------------------------------------------------------------
@@ -204,13 +208,14 @@ def _store_identifiers() -> Identifiers:
 
 class Generator:
     """Deterministic rows for COPY: conversations, pieces, attack results, scores, and human
-    verdicts on a share of the results (REVIEWED_SHARE, by `reviewers`)."""
+    verdicts by `reviewers` on the first REVIEWED_RESULTS results picked."""
 
     def __init__(self, seed: int, ids: Identifiers, reviewers: Sequence[int] = ()) -> None:
         self.rng = random.Random(seed)
         # Its own stream, so adding verdicts leaves every other generated row as it was.
         self.review_rng = random.Random(seed + 1)
         self.reviewers = list(reviewers)
+        self.reviewed = 0
         self.ids = ids
         self.t0 = datetime(2026, 9, 1, tzinfo=UTC)
         self.texts = [
@@ -346,8 +351,11 @@ class Generator:
         self, result: dict[str, Any], last: dict[str, Any], ingested_at: datetime
     ) -> list[dict[str, Any]]:
         """Objective verdicts by one to three reviewers on a share of the results."""
-        if not self.reviewers or self.review_rng.random() >= REVIEWED_SHARE:
+        if self.reviewed >= REVIEWED_RESULTS or not self.reviewers:
             return []
+        if self.review_rng.random() >= REVIEWED_SHARE:
+            return []
+        self.reviewed += 1
         raters = self.review_rng.sample(self.reviewers, self.review_rng.randint(1, 3))
         return [
             {

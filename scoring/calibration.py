@@ -186,7 +186,8 @@ def _human_value(answer: str, score_value: str | None) -> float | None:
 
 
 def _review_verdicts(scope: Scope, query: CalibrationQuery) -> QuerySet[Score]:
-    """Standing objective/scale review verdicts on visible (and filtered) attack results."""
+    """Standing objective/scale review verdicts on visible (and filtered) attack results
+    (read only through `_human_ratings`)."""
     verdicts = (
         Score.objects.visible_to(scope)
         .standing()
@@ -202,7 +203,8 @@ def _review_verdicts(scope: Scope, query: CalibrationQuery) -> QuerySet[Score]:
 
 
 def _piece_human_scores(scope: Scope, query: CalibrationQuery) -> QuerySet[Score]:
-    """Standing human scores ingested on pieces (not review verdicts on a result)."""
+    """Standing human scores ingested on pieces, not review verdicts on a result (read only
+    through `_human_ratings`)."""
     scores = (
         Score.objects.visible_to(scope)
         .standing()
@@ -219,31 +221,40 @@ def _piece_human_scores(scope: Scope, query: CalibrationQuery) -> QuerySet[Score
     return scores
 
 
-def _human_ratings(scope: Scope, query: CalibrationQuery) -> dict[ObjectKey, ScoredObject]:
+@dataclass
+class HumanRatings:
+    """What `_human_ratings` read: the rated objects, and the two querysets of human scores
+    it read them from (the automated side finds the objects' scores through these)."""
+
+    objects: dict[ObjectKey, ScoredObject]
+    review_verdicts: QuerySet[Score]
+    piece_scores: QuerySet[Score]
+
+
+def _human_ratings(scope: Scope, query: CalibrationQuery) -> HumanRatings:
     """Every human rating calibration counts, by scored object: THE one read of human
     verdicts here. Filtering that decides which human verdicts count for calibration (blind
     double review, adjudication winning over the reviewers it settles, ...) belongs in this
-    function and nowhere else; the pairs, pages, API and exports all read through it.
+    function and nowhere else: the querysets it returns are the only ones any other step
+    (the automated scores' lookup, pairs, pages, API, exports) reads human verdicts through.
 
     Queries: 2 (review verdicts with their result's last response and last score; human
     scores ingested on pieces). The latest standing verdict per reviewer and answer counts;
     a verdict whose reviewer account is gone counts as its own rater.
     """
     objects: dict[ObjectKey, ScoredObject] = {}
-    reviews = (
-        _review_verdicts(scope, query)
-        .order_by("-timestamp", "verdict_field", "-ingested_at")
-        .values_list(
-            "id",
-            "attack_result_id",
-            "attack_result__conversation_id",
-            "attack_result__last_response__original_prompt_id",
-            "attack_result__last_score_id",
-            "reviewer_id",
-            "verdict_field",
-            "score_value",
-            "timestamp",
-        )
+    review_verdicts = _review_verdicts(scope, query)
+    piece_scores = _piece_human_scores(scope, query)
+    reviews = review_verdicts.order_by("-timestamp", "verdict_field", "-ingested_at").values_list(
+        "id",
+        "attack_result_id",
+        "attack_result__conversation_id",
+        "attack_result__last_response__original_prompt_id",
+        "attack_result__last_score_id",
+        "reviewer_id",
+        "verdict_field",
+        "score_value",
+        "timestamp",
     )
     for (
         sid,
@@ -270,10 +281,8 @@ def _human_ratings(scope: Scope, query: CalibrationQuery) -> dict[ObjectKey, Sco
             obj.last_score_ids.add(last_score)
         rater: Rater = ("reviewer", reviewer) if reviewer is not None else ("score", sid)
         obj.rate(answer, rater, value, when)
-    ingested = (
-        _piece_human_scores(scope, query)
-        .order_by("-timestamp", "-id")
-        .values_list("id", "message_piece_id", "score_type", "score_value", "timestamp")
+    ingested = piece_scores.order_by("-timestamp", "-id").values_list(
+        "id", "message_piece_id", "score_type", "score_value", "timestamp"
     )
     for sid, piece_prompt_id, score_type, raw, when in ingested:
         answer = ANSWER_OF_TYPE[score_type]
@@ -285,7 +294,7 @@ def _human_ratings(scope: Scope, query: CalibrationQuery) -> dict[ObjectKey, Sco
         if obj is None:
             obj = objects[key] = ScoredObject(key=key, piece_prompt_id=piece_prompt_id)
         obj.rate(answer, ("score", sid), value, when)
-    return objects
+    return HumanRatings(objects, review_verdicts, piece_scores)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,7 +335,7 @@ _SCORE_FIELDS: Final = (
 
 
 def _automated_trials(
-    scope: Scope, query: CalibrationQuery, objects: Mapping[ObjectKey, ScoredObject]
+    query: CalibrationQuery, ratings: HumanRatings
 ) -> tuple[dict[ObjectKey, dict[str, list[tuple[str, Trial]]]], dict[str, str | None]]:
     """The automated scores on the rated objects: object -> score type -> (identifier,
     trial); and the scorer dump digest of each identifier seen.
@@ -334,9 +343,10 @@ def _automated_trials(
     Queries: 3, each driven by the human side through an index (scores on reviewed results'
     last responses, on pieces with ingested human scores, and reviewed results' last scores).
     """
-    reviews = _review_verdicts(scope, query)
+    objects = ratings.objects
+    reviews = ratings.review_verdicts
     by_piece = reviews.values("attack_result__last_response__original_prompt_id")
-    by_human_piece = _piece_human_scores(scope, query).values("message_piece_id")
+    by_human_piece = ratings.piece_scores.values("message_piece_id")
     by_last = reviews.values("attack_result__last_score_id")
     last_owner: dict[uuid.UUID, ObjectKey] = {
         sid: obj.key for obj in objects.values() for sid in obj.last_score_ids
@@ -640,9 +650,9 @@ def scorer_calibrations(query: CalibrationQuery) -> list[ScorerCalibration]:
     """Every scorer configuration the query's scope and filters see, with its pairs and
     PyRIT metrics, by eval hash. Queries: 2 (human ratings) + 3 (automated scores) + 2
     (identifiers and their dumps), whatever the number of rows."""
-    objects = _human_ratings(query.scope, query)
-    trials, dumps = _automated_trials(query.scope, query, objects)
-    calibrations = _build(objects, trials, _identities(dumps))
+    ratings = _human_ratings(query.scope, query)
+    trials, dumps = _automated_trials(query, ratings)
+    calibrations = _build(ratings.objects, trials, _identities(dumps))
     if query.eval_hash:
         calibrations = [c for c in calibrations if c.eval_hash == query.eval_hash]
     return calibrations
