@@ -373,3 +373,26 @@ def test_api_queries_are_constant(world: CalibrationWorld, api: APIClient) -> No
     small = count()
     _grow(20)
     assert count() == small
+
+
+# --- hostile identifiers --------------------------------------------------------------------------
+
+
+def test_a_hostile_scorer_identifier_renders_inert(
+    world: CalibrationWorld, browser: Client, api: APIClient
+) -> None:
+    evil = core_scorer(
+        "<script>alert(1)</script>\u202eScorer", prompt="<img src=x onerror=alert(2)>" * 200
+    ).with_eval_hash("a" * 64)
+    make_score(piece=world.pieces["R1"], value="false", scorer=evil)
+    listing = browser.get("/scorers/").content.decode()
+    assert "<script>alert(1)" not in listing
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in listing
+    assert "U+202E" in listing
+    page = browser.get("/scorers/" + "a" * 64 + "/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "<img src=x" not in html
+    assert "<script>alert" not in html
+    results = api.get("/api/v1/scorer-metrics/", {"eval_hash": "a" * 64}).json()["results"]
+    assert results[0]["scorer_identifier"]["class_name"].startswith("<script>")
