@@ -41,6 +41,8 @@ from scoring.calibration import (
 )
 from scoring.models import PublishedScorerMetrics
 
+# Scorer identifiers listed as not calibrated yet (n = 0).
+MAX_UNCALIBRATED: Final = 100
 # Published rows shown on the list (a registry file holds a few dozen; imports are bounded).
 MAX_PUBLISHED: Final = 500
 DISAGREEMENTS_PER_PAGE: Final = 50
@@ -156,6 +158,19 @@ def _published_by_hash(
     return out
 
 
+def _uncalibrated(scope: Scope, calibrated: set[str]) -> list[ComponentIdentifier]:
+    """Scorer identifiers used in the scope's operations with no human-rated response yet
+    (1 query on the identifier table, bounded); human scorers left out."""
+    rows = (
+        ComponentIdentifier.objects.visible_to(scope)
+        .filter(kind="scorer")
+        .exclude(class_name__startswith="Human")
+        .only("hash", "class_name", "display_name")
+        .order_by("class_name", "hash")[: MAX_UNCALIBRATED + len(calibrated)]
+    )
+    return [row for row in rows if row.hash not in calibrated][:MAX_UNCALIBRATED]
+
+
 def _query(request: HttpRequest, scope: Scope) -> tuple[CalibrationQuery | None, dict[str, Any]]:
     try:
         return calibration_query(scope, request.GET), {}
@@ -180,7 +195,7 @@ def scorer_list(request: HttpRequest) -> HttpResponse:
     """Every scorer configuration the viewer's verdicts calibrate, worst first.
 
     Queries: session, user, memberships; the calibration's 7 (scoring.calibration); published
-    metrics; at any number of verdicts, scores or configurations.
+    metrics; scorers not calibrated yet; at any number of verdicts, scores or configurations.
     """
     scope = scope_for(request)
     query, errors = _query(request, scope)
@@ -208,6 +223,7 @@ def scorer_list(request: HttpRequest) -> HttpResponse:
     )
     for c in calibrations:
         c.published = published.get(c.eval_hash, [])
+    calibrated = {m.identity.hash for c in calibrations for m in c.members}
     jsonl_params = request.GET.copy()
     jsonl_params["format"] = "jsonl"
     context = {
@@ -216,6 +232,8 @@ def scorer_list(request: HttpRequest) -> HttpResponse:
         "tf_links": _sort_links(request, "tf_sort", TF_COLUMNS, tf_sort),
         "fs_links": _sort_links(request, "fs_sort", FS_COLUMNS, fs_sort),
         "published": [row for rows in published.values() for row in rows],
+        "uncalibrated": _uncalibrated(scope, calibrated),
+        "uncalibrated_limit": MAX_UNCALIBRATED,
         "published_limit": MAX_PUBLISHED,
         "errors": errors,
         "filters": _filter_values(request),

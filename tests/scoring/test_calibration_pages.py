@@ -91,6 +91,17 @@ def _add_perfect_scorer(world: CalibrationWorld) -> None:
     make_score(piece=world.pieces["R1"], value="true", scorer=perfect)
 
 
+def test_list_names_the_scorers_no_person_has_checked_yet(
+    world: CalibrationWorld, browser: Client
+) -> None:
+    unchecked = core_scorer("NobodyCheckedScorer")
+    make_score(piece=world.pieces["R5"], value="true", scorer=unchecked)
+    response = browser.get("/scorers/")
+    names = [i.class_name for i in response.context["uncalibrated"]]
+    assert names == ["NobodyCheckedScorer"]
+    assert "HumanInTheLoopScorer" not in names
+
+
 def test_list_is_worst_first_and_sorts_by_a_column(
     world: CalibrationWorld, browser: Client
 ) -> None:
@@ -281,8 +292,8 @@ def test_page_queries_are_constant_in_the_number_of_rows(
     large = [_count(browser, url) for url in urls]
     assert small == large
     # /scorers/: session, user, memberships; calibration (2 human, 3 automated, identifiers,
-    # dumps); published metrics.
-    assert small[0] == 3 + 7 + 1
+    # dumps); published metrics; scorers not calibrated yet.
+    assert small[0] == 3 + 7 + 2
 
 
 # --- API ---------------------------------------------------------------------------------------
