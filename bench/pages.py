@@ -95,6 +95,12 @@ WORDS = [
 ]
 HARMS = ("violence", "illegal", "physical_security", "cybercrime", "hate", "self_harm")
 OUTCOMES = ("success", "failure", "failure", "failure", "undetermined", "error")
+# Human verdicts (scorer calibration pages read them): half the results get one to three
+# reviewers' verdicts until REVIEWED_RESULTS are reviewed, all in the small scale's data, so
+# the larger scale measures the pages against a bigger table with the same review work done.
+# Their cost is linear in the verdicts (the queries are index lookups driven by them).
+REVIEWED_SHARE = 0.5
+REVIEWED_RESULTS = 300
 
 
 # --- synthetic data ------------------------------------------------------------------------------
@@ -207,10 +213,15 @@ def _store_identifiers() -> Identifiers:
 
 
 class Generator:
-    """Deterministic rows for COPY: conversations, pieces, attack results, scores."""
+    """Deterministic rows for COPY: conversations, pieces, attack results, scores, and human
+    verdicts by `reviewers` on the first REVIEWED_RESULTS results picked."""
 
-    def __init__(self, seed: int, ids: Identifiers) -> None:
+    def __init__(self, seed: int, ids: Identifiers, reviewers: Sequence[int] = ()) -> None:
         self.rng = random.Random(seed)
+        # Its own stream, so adding verdicts leaves every other generated row as it was.
+        self.review_rng = random.Random(seed + 1)
+        self.reviewers = list(reviewers)
+        self.reviewed = 0
         self.ids = ids
         self.t0 = datetime(2026, 9, 1, tzinfo=UTC)
         self.texts = [
@@ -339,8 +350,42 @@ class Generator:
                 "conversation": [conversation],
                 "piece": pieces,
                 "result": [result],
-                "score": [score],
+                "score": [score, *self._verdicts(result, last, ingested_at)],
             }
+
+    def _verdicts(
+        self, result: dict[str, Any], last: dict[str, Any], ingested_at: datetime
+    ) -> list[dict[str, Any]]:
+        """Objective verdicts by one to three reviewers on a share of the results."""
+        if self.reviewed >= REVIEWED_RESULTS or not self.reviewers:
+            return []
+        if self.review_rng.random() >= REVIEWED_SHARE:
+            return []
+        self.reviewed += 1
+        raters = self.review_rng.sample(self.reviewers, self.review_rng.randint(1, 3))
+        return [
+            {
+                "id": uuid.UUID(int=self.review_rng.getrandbits(128), version=4),
+                "score_value": self.review_rng.choice(("true", "false")),
+                "status": "complete",
+                "score_value_description": "Human reviewer verdict",
+                "score_type": "true_false",
+                "score_rationale": "synthetic verdict",
+                "score_metadata": "{}",
+                "scorer_class": "HumanReviewScorer",
+                "message_piece_id": last["id"],
+                "timestamp": last["timestamp"] + timedelta(minutes=5 + i),
+                "pyrit_version": "1.1.0",
+                "source_shape": "1.x",
+                "source": "human",
+                "attack_result_id": result["attack_result_id"],
+                "reviewer_id": reviewer,
+                "verdict_submission": uuid.UUID(int=self.review_rng.getrandbits(128), version=4),
+                "verdict_field": "objective",
+                "ingested_at": ingested_at,
+            }
+            for i, reviewer in enumerate(raters)
+        ]
 
 
 def _copy(tables: dict[str, Any], batches: Iterator[dict[str, list[Any]]]) -> dict[str, int]:
@@ -488,6 +533,9 @@ def pages(sample: dict[str, str]) -> list[tuple[str, str]]:
         ("live: conversation", sample["conversation_live"]),
         ("live: unreviewed queue", f"/live/review/unreviewed/?since={sample['result_marker']}"),
         ("live: dashboard", f"/live/dashboard/?since={sample['result_marker']}"),
+        ("scorers", "/scorers/"),
+        ("scorer page", f"/scorers/{sample['eval_hash']}/"),
+        ("scorer metrics API", "/api/v1/scorer-metrics/"),
     ]
 
 
@@ -500,6 +548,7 @@ def sample_urls() -> dict[str, str]:
     from redteam.common.access import Scope
     from redteam.common.live import Marker
     from redteam.common.pagination import DEFAULT_PAGE_SIZE, encode_cursor
+    from scoring.calibration import calibrations_for
     from scoring.live import conversation_live
 
     total = Conversation.objects.count()
@@ -508,6 +557,8 @@ def sample_urls() -> dict[str, str]:
     last = first_page[-1]
     assert last.last_timestamp is not None
     cursor = encode_cursor("n", last.last_timestamp, last.conversation_id)
+    calibrated = calibrations_for(Scope.everything_scope(), {})
+    eval_hash = calibrated[0].eval_hash if calibrated else "0" * 64
     list_marker_ = list_marker(first_page)
     assert list_marker_ is not None
     newest = AttackResult.objects.order_by("-ingested_at", "-attack_result_id").first()
@@ -522,6 +573,7 @@ def sample_urls() -> dict[str, str]:
         "list_marker": list_marker_.token(),
         "result_marker": Marker(newest.ingested_at, newest.pk).token(),
         "conversation_live": live.url,
+        "eval_hash": eval_hash,
     }
 
 
@@ -541,7 +593,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     user = User.objects.create_superuser("bench", "bench@example.invalid", "bench-pass-1")
     client = Client(HTTP_HOST="127.0.0.1")
     client.force_login(user)
-    gen = Generator(seed=7, ids=_store_identifiers())
+    reviewers = [
+        User.objects.create_user(f"reviewer{i}", f"reviewer{i}@example.invalid").pk
+        for i in range(3)
+    ]
+    gen = Generator(seed=7, ids=_store_identifiers(), reviewers=reviewers)
 
     results: list[Measurement] = []
     loaded = 0

@@ -18,11 +18,11 @@ from django.db.models import ForeignKey, QuerySet
 from django.http import HttpRequest
 
 from redteam.common.access import Scope, scope_for
-from redteam.common.admin import ScopedAdminMixin, led_operation_ids, manages
+from redteam.common.admin import ReadOnlyAdmin, ScopedAdminMixin, led_operation_ids, manages
 from redteam.common.audit import record_audit
 from redteam.common.markdown import render_markdown
 from redteam.common.models import Operation
-from scoring.models import ReviewQueue
+from scoring.models import PublishedScorerMetrics, ReviewQueue
 from scoring.queue_forms import (
     MAX_FILTER_CHARS,
     MAX_INSTRUCTIONS_CHARS,
@@ -279,3 +279,12 @@ class ReviewQueueAdmin(ScopedAdminMixin, admin.ModelAdmin[ReviewQueue]):
                 "changed": list(form.changed_data),
             },
         )
+
+
+@admin.register(PublishedScorerMetrics)
+class PublishedScorerMetricsAdmin(ReadOnlyAdmin):
+    """PyRIT's published metrics, as imported (manage.py import_scorer_metrics): read-only."""
+
+    list_display = ["scorer_class", "eval_hash", "kind", "dataset_name", "file_name", "imported_at"]
+    list_filter = ["kind", "file_name"]
+    search_fields = ["=eval_hash", "scorer_class", "dataset_name"]

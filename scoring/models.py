@@ -6,6 +6,8 @@ keeps it apart from automated scores so both can be shown side by side.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.core.validators import validate_slug
 from django.db import models
@@ -13,6 +15,7 @@ from django.db import models
 from redteam.common.access import Scope, ScopedQuerySet
 from redteam.common.fields import ExactCharField, ExactJSONField, ExactTextField
 from redteam.common.models import Operation
+from redteam.core.digests import SHA256_ANCHORED
 from scoring.verdict_fields import VerdictFields
 
 
@@ -174,3 +177,82 @@ class ReviewSkip(models.Model):
 
     def __str__(self) -> str:
         return f"{self.attack_result_id} skipped in {self.queue_id}"
+
+
+PUBLISHED_OBJECTIVE_HEADLINE = (
+    "num_responses",
+    "num_human_raters",
+    "accuracy",
+    "accuracy_standard_error",
+    "f1_score",
+    "precision",
+    "recall",
+)
+PUBLISHED_HARM_HEADLINE = (
+    "num_responses",
+    "num_human_raters",
+    "mean_absolute_error",
+    "mae_standard_error",
+    "t_statistic",
+    "p_value",
+    "krippendorff_alpha_combined",
+)
+
+
+class PublishedScorerMetrics(models.Model):
+    """One line of a PyRIT ``*_metrics.jsonl`` registry: metrics published for a scorer
+    configuration (eval hash), read by ``manage.py import_scorer_metrics``.
+
+    A shared library like the seeds (not operation data): every member sees it beside the
+    team's own calibration. PyRIT keeps one entry per eval hash per registry file
+    (``replace_evaluation_results``), so (file name, eval hash) is the key and re-importing a
+    file replaces its rows' values instead of adding copies.
+    """
+
+    eval_hash = ExactCharField(max_length=64, db_index=True)
+    # "objective" (ObjectiveScorerMetrics) or "harm" (HarmScorerMetrics), from the metrics.
+    kind = ExactCharField(max_length=16)
+    scorer_class = ExactCharField(max_length=255, blank=True, default="")
+    scorer_hash = ExactCharField(max_length=64, blank=True, default="")
+    # The identifier's flat dump as the line holds it (without eval_hash and metrics).
+    scorer_identifier = ExactJSONField(default=dict, blank=True)
+    # The line's metrics object verbatim (NaN kept as NaN).
+    metrics = ExactJSONField(default=dict, blank=True)
+    # PyRIT joins the names and versions of combined datasets with "_": they run long.
+    dataset_name = ExactCharField(max_length=1000, blank=True, default="")
+    dataset_version = ExactCharField(max_length=255, blank=True, default="")
+    harm_category = ExactCharField(max_length=120, blank=True, default="")
+    pyrit_version = ExactCharField(max_length=32, blank=True, default="")
+    # The registry file's base name (PyRIT names them <dataset>_metrics.jsonl) and its line.
+    file_name = ExactCharField(max_length=255)
+    line_number = models.PositiveIntegerField(default=0)
+    imported_at = models.DateTimeField()
+    imported_by = ExactCharField(max_length=150, blank=True, default="")
+
+    class Meta:
+        ordering = ["file_name", "line_number"]
+        verbose_name_plural = "published scorer metrics"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["file_name", "eval_hash"], name="published_metrics_once_per_file"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(kind__in=["objective", "harm"]),
+                name="published_metrics_kind_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(eval_hash__regex=SHA256_ANCHORED),
+                name="published_metrics_eval_hash_hex",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scorer_class or 'scorer'} {self.eval_hash[:8]} in {self.file_name}"
+
+    def headline(self) -> list[tuple[str, Any]]:
+        """The metrics a summary shows, by PyRIT's names, in PyRIT's order."""
+        names = (
+            PUBLISHED_OBJECTIVE_HEADLINE if self.kind == "objective" else PUBLISHED_HARM_HEADLINE
+        )
+        values = self.metrics if isinstance(self.metrics, dict) else {}
+        return [(name, values.get(name)) for name in names if name in values]

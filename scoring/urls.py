@@ -6,6 +6,7 @@ from django.urls import path, re_path
 
 import redteam.common.idpath  # noqa: F401  (registers the storedid and sha256 converters)
 from scoring import (
+    calibration_views,
     human_label_views,
     live,
     my_verdicts,
@@ -80,4 +81,6 @@ urlpatterns = [
     ),
     path("live/review/<slug:slug>/", live.live_queue, name="live_queue"),
     path("live/dashboard/", live.live_dashboard, name="live_dashboard"),
+    path("scorers/", calibration_views.scorer_list, name="scorer_list"),
+    path("scorers/<sha256:eval_hash>/", calibration_views.scorer_detail, name="scorer_detail"),
 ]

@@ -12,6 +12,7 @@ from memory.api.scores import ScoreViewSet
 from memory.api.views import ConversationViewSet, IdentifierViewSet
 from redteam.common import idpath  # noqa: F401  (the storedid and sha256 converters)
 from redteam.site import api
+from scoring.api import ScorerMetricsView
 from seeds.api.views import SeedViewSet
 
 router = SimpleRouter()
@@ -34,6 +35,7 @@ v1 = [
         reads.ConversationMessagesView.as_view(),
         name="conversation-messages",
     ),
+    path("scorer-metrics/", ScorerMetricsView.as_view(), name="scorer-metrics"),
     *router.urls,
 ]
 

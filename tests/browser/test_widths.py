@@ -273,6 +273,7 @@ def _pages(ids: dict[str, str]) -> list[str]:
         f"/scenarios/{ids['scenario']}/",
         "/dashboard/",
         "/dashboard/?label_key=long",
+        "/scorers/",
         "/identifiers/",
         "/identifiers/?q=W0000",
         f"/identifiers/{ids['target']}/",

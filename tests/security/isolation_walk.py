@@ -27,6 +27,7 @@ from memory.filters import (
     IdentifierIndexFilterSet,
     ScenarioResultFilterSet,
 )
+from scoring.calibration import OBJECT_FILTERS, SCORER_FILTERS
 from scoring.models import ReviewClaim, ReviewSkip
 from scoring.review import REVIEW_VIEWS
 from tests.security.conftest import Memory
@@ -107,7 +108,10 @@ PAGE_QUERIES: dict[str, list[str]] = {
     ],
     "scoring:review_queue": [f"view={v}" for v in REVIEW_VIEWS],
     "scoring:dashboard": ["label_key=operation", "label_key=operator"],
+    "scoring:scorer_list": ["tf_sort=n", "fs_sort=-p_value", "format=jsonl"],
 }
+# The scorer calibration page and API, probed with every calibration filter aimed at bravo.
+CALIBRATION_LISTS = ("scoring:scorer_list", "api:scorer-metrics")
 MAX_PAGES = 40
 # The columns of the access matrix the isolation callers stand for.
 CALLERS = ("readonly_user", "reviewer", "adjudicator", "lead", "read_key", "ingest_key")
@@ -209,6 +213,11 @@ def list_queries(
         # A harm file is for one category: each of bravo's, and raters from both operations.
         for category in bravo.filter_values["harm_category"]:
             yield urlencode({"kind": "harm", "harm_category": category, "raters": "2"})
+    if name in CALIBRATION_LISTS:
+        # Scorer calibration reads its filters with several FilterSets (scoring.calibration).
+        for param in (*SCORER_FILTERS, *OBJECT_FILTERS):
+            values = bravo.filter_values.get(param) or GENERIC_FILTER_VALUES[param]
+            yield from (urlencode({param: value}) for value in values)
 
 
 def probes(

@@ -136,6 +136,10 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     "scoring:live_conversation": ("page_read", "GET"),
     "scoring:live_queue": ("page_read", "GET"),
     "scoring:live_dashboard": ("page_read", "GET"),
+    # Scorer calibration: pages and API read the caller's operations only.
+    "scoring:scorer_list": ("page_read", "GET"),
+    "scoring:scorer_detail": ("page_read", "GET"),
+    "api:scorer-metrics": ("api_read", "GET"),
 }
 LOGOUTS = {"logout", "admin:logout"}
 
@@ -192,6 +196,8 @@ def _fill(route: str, name: str, m: Memory) -> str:
         "slug": "unreviewed",
         "direction": "next",
         "submission": "00000000-0000-4000-8000-000000000000",
+        # A 64-hex eval hash (the scorer page of a hash nobody calibrated is a 404).
+        "eval_hash": m.identifier_hash,
     }
     pk = {
         "api:message-piece-detail": m.piece_id,
@@ -255,7 +261,11 @@ def test_every_url_is_classified() -> None:
 
 
 @pytest.mark.usefixtures("quiet_request_log")
-def test_access_matrix(roles: Roles, memory: Memory) -> None:
+def test_access_matrix(roles: Roles, memory: Memory, settings: Any) -> None:
+    # Every wrong key and every key without the needed scope counts as a failure from the one
+    # test address; the lockout (tests/api/test_api_key_guarding.py) would answer 429 once
+    # the matrix has more API URLs than its limit, hiding the answer under test.
+    settings.REDTEAM_API_KEY_FAILURE_LIMIT = 0
     wrong: list[str] = []
     checked = 0
     # One client per role; logging out would end the session, so logout URLs get fresh ones.
