@@ -25,6 +25,7 @@ from memory.models import AttackResult
 from redteam.common.access import scope_for
 from redteam.common.markdown import render_markdown
 from redteam.common.roles import viewer_required
+from scoring.adjudication import may_adjudicate_somewhere
 from scoring.models import ReviewQueue
 from scoring.queues import (
     QueueWalk,
@@ -98,6 +99,7 @@ def review_queue(request: HttpRequest) -> HttpResponse:
     context = {
         "queues": [{"queue": q, "awaiting": counts.get(q.pk)} for q in queues],
         "can_verdict": scope.records_any_verdicts(),
+        "can_adjudicate": may_adjudicate_somewhere(scope),
     }
     return render(request, "scoring/review_queue.html", context)
 
