@@ -128,7 +128,7 @@ def adjudicate(
         )
     scores, created = _store_review(
         attack_result=attack_result,
-        reviewer=adjudicator,  # type: ignore[arg-type]
+        reviewer=adjudicator,
         answers=stored,
         rationale=rationale,
         notes=notes,

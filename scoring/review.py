@@ -121,13 +121,10 @@ def human_verdicts_as_of(moment: datetime) -> QuerySet[Score]:
 
 
 def human_scores_as_of(moment: datetime) -> QuerySet[Score]:
-    """`human_scores()` as they stood at `moment` (the blind-review status read is the
-    current one)."""
-    return (
-        human_verdicts_as_of(moment)
-        .exclude(verdict_field=VerdictField.CATEGORY)
-        .filter(settled_q())
-    )
+    """`human_scores()` as they stood at `moment`, for results under a single review; for
+    those under blind review the deciding one depends on the verdicts standing then, which
+    scoring.blind.deciding_answer works out from `human_verdicts_as_of`."""
+    return human_verdicts_as_of(moment).exclude(verdict_field=VerdictField.CATEGORY)
 
 
 def deciding_verdict(
@@ -200,8 +197,8 @@ def awaiting_review(viewer_id: int | None = None) -> Q:
             .exclude(verdict_field=VerdictField.CATEGORY)
             .filter(attack_result=OuterRef("pk"), reviewer_id=viewer_id)
         )
-        pending &= ~Exists(mine)
-    return ~has_human_verdict() | pending
+        pending &= Q(~Exists(mine))
+    return Q(~has_human_verdict()) | pending
 
 
 def for_review(
