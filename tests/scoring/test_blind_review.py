@@ -585,3 +585,37 @@ def test_the_dashboard_counts_a_blind_review_once_it_settles(world: Any) -> None
     result.refresh_from_db()
     assert result.review_status == ReviewStatus.DISPUTED
     assert outcomes() == {"failure": 1}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_reviewers_answering_at_once_are_both_counted() -> None:
+    import threading
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite serialises writers; the race needs concurrent transactions")
+    result = _result()
+    _require(2)
+    alice, bob = make_user("alice", "reviewer"), make_user("bob", "reviewer")
+    barrier = threading.Barrier(2)
+    done: list[str] = []
+
+    def answer(user: User, value: bool) -> None:
+        barrier.wait()
+        try:
+            _review(result, user, value)
+            done.append(user.username)
+        finally:
+            connection.close()
+
+    threads = [
+        threading.Thread(target=answer, args=(alice, True)),
+        threading.Thread(target=answer, args=(bob, False)),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(done) == ["alice", "bob"]
+    result.refresh_from_db()
+    assert result.review_status == ReviewStatus.DISPUTED
+    assert not Score.objects.filter(attack_result=result, sealed=True).exists()
