@@ -282,7 +282,8 @@ def _chunks(ids: list[Any]) -> Iterator[list[Any]]:
 def refresh_review_states(operation_ids: Iterable[int] | None = None) -> list[Change]:
     """Recompute the review status of every result a requirement change may affect (those
     with a human verdict, or a status already), in the given operations (None: all), in
-    chunks; the conversations' outcome summaries follow. Returns what changed."""
+    chunks; the conversations' outcome summaries and, when a status changed, the dashboard's
+    tallies follow. Returns what changed."""
     from scoring.services import refresh_conversation_outcomes
 
     requirements = load_requirements()
@@ -306,4 +307,9 @@ def refresh_review_states(operation_ids: Iterable[int] | None = None) -> list[Ch
     moved = [c.result_id for c in changes if c.before != c.after]
     if moved:
         refresh_conversation_outcomes(moved)
+        # The dashboard's snapshot counted these results under their former status, and no
+        # verdict newer than it says they changed: recount (a rare, admin-made change).
+        from scoring.tallies import refresh_outcome_tallies
+
+        refresh_outcome_tallies()
     return changes

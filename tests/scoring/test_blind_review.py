@@ -619,3 +619,20 @@ def test_two_reviewers_answering_at_once_are_both_counted() -> None:
     result.refresh_from_db()
     assert result.review_status == ReviewStatus.DISPUTED
     assert not Score.objects.filter(attack_result=result, sealed=True).exists()
+
+
+def test_the_refresh_command_follows_a_relabelled_result(world: Any) -> None:
+    result, alice = world["result"], world["alice"]
+    ReviewRequirement.objects.update(label_value="op_blind_later")
+    refresh_review_states()
+    _review(result, alice, True)
+    result.refresh_from_db()
+    assert result.review_status == ReviewStatus.SINGLE
+    AttackResult.objects.filter(pk=result.pk).update(labels={"operation": "op_blind_later"})
+    out = io.StringIO()
+    call_command("refresh_review_states", "--operation", OP, stdout=out)
+    assert "1 of them to another review status" in out.getvalue()
+    result.refresh_from_db()
+    assert result.review_status == ReviewStatus.PENDING
+    with pytest.raises(Exception, match="no such operation"):
+        call_command("refresh_review_states", "--operation", "op_missing", stdout=io.StringIO())
