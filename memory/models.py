@@ -469,6 +469,12 @@ class AttackResult(models.Model):
             models.Index(fields=["outcome", "attack_class"], name="result_outcome_attack_idx"),
             # Keyset pagination of review lists and the dashboard's "since the snapshot" delta.
             models.Index(fields=["-ingested_at", "-attack_result_id"], name="result_ingested_idx"),
+            # The few results under blind double review (the adjudication queue reads them).
+            models.Index(
+                fields=["review_status", "operation", "ingested_at"],
+                condition=~Q(review_status=""),
+                name="result_blind_review_idx",
+            ),
         ]
 
     def __str__(self) -> str:
