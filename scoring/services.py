@@ -174,6 +174,9 @@ def _answer_score(
         description = VERDICT_DESCRIPTION
     if notes:
         metadata["notes"] = notes
+    if final:
+        # Exports carry PyRIT's Score fields only: the metadata says it is the final one.
+        metadata["final"] = True
     return Score(
         id=uuid.uuid4(),
         operation_id=attack_result.operation_id,

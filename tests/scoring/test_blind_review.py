@@ -334,6 +334,7 @@ def test_disagreement_goes_to_adjudication_and_the_final_verdict_wins(world: Any
     assert result.review_status == ReviewStatus.ADJUDICATED
     final = Score.objects.get(attack_result=result, final=True)
     assert (final.reviewer, final.score_value) == (judy, "true")
+    assert final.score_metadata["final"] is True
     # The final verdict decides: success, over the automated failure and bob's false.
     assert Conversation.objects.get(pk=result.conversation_id).outcome == "success"
     assert list(human_scores().filter(attack_result=result)) == [final]
