@@ -579,7 +579,7 @@ def test_the_dashboard_counts_a_blind_review_once_it_settles(world: Any) -> None
     edit_review(
         reviewer=bob,
         scope=user_scope(bob),
-        submission=bobs.verdict_submission,
+        submission=bobs.verdict_submission or uuid.uuid4(),
         answers=VerdictAnswers(rationale="On reflection, no.", objective=False, fields=WITH_NOTES),
         correction=uuid.uuid4(),
     )
