@@ -540,9 +540,11 @@ def test_adjudication_pages_cost_the_same_at_3_and_30_items() -> None:
     client = _client(judy)
     _disputed(3, alice, bob)
     operation = Operation.objects.get(name=OP)
+    first = AttackResult.objects.get(objective="disputed 0")
     urls = [
         reverse("scoring:adjudication_queue"),
         reverse("scoring:reviewers") + f"?operation={operation.pk}",
+        reverse("scoring:adjudication_item", args=[first.pk]),
     ]
     few = [_queries(client, url) for url in urls]
     _disputed(27, alice, bob)
@@ -550,6 +552,7 @@ def test_adjudication_pages_cost_the_same_at_3_and_30_items() -> None:
     assert many == few
     assert few[0] <= 8
     assert few[1] <= 7
+    assert few[2] <= 6
 
 
 def test_the_dashboard_counts_a_blind_review_once_it_settles(world: Any) -> None:
