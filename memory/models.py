@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from typing import Any, Self
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from redteam.common.access import Scope, ScopedQuerySet
 from redteam.common.choices import (
@@ -371,6 +371,23 @@ class PieceConverter(models.Model):
         return f"{self.piece_id}[{self.position}] {self.identifier_id[:8]}"
 
 
+class ReviewStatus(models.TextChoices):
+    """Where an attack result's human review stands under blind double review.
+
+    SINGLE: no requirement for more than one verdict (the latest verdict decides). PENDING:
+    fewer independent verdicts than required; they are sealed (each reviewer sees only their
+    own until they recorded one) and do not decide. AGREED: enough verdicts, all agreeing;
+    they decide. DISPUTED: enough verdicts that disagree; in the adjudication queue, they do
+    not decide. ADJUDICATED: an adjudicator's final verdict decides.
+    """
+
+    SINGLE = "", "single review"
+    PENDING = "pending", "awaiting further verdicts"
+    AGREED = "agreed", "reviewers agree"
+    DISPUTED = "disputed", "in adjudication"
+    ADJUDICATED = "adjudicated", "adjudicated"
+
+
 class AttackResult(models.Model):
     """PyRIT's AttackResult; related conversations (all types, descriptions kept) hang off it."""
 
@@ -426,6 +443,13 @@ class AttackResult(models.Model):
     pyrit_version = ExactCharField(max_length=32, null=True, blank=True)
     source_shape = ExactCharField(max_length=8, default="1.x")
     ingested_at = models.DateTimeField(auto_now_add=True)
+    # Blind double review (kept by scoring.blind from its review requirements and the
+    # result's human verdicts): how many independent verdicts the result needs, and where
+    # its review stands ("" for a single review).
+    review_required = models.PositiveSmallIntegerField(default=1)
+    review_status = ExactCharField(
+        max_length=16, choices=ReviewStatus.choices, blank=True, default=ReviewStatus.SINGLE
+    )
 
     objects = ScopedQuerySet["AttackResult"].as_manager()
     scope_path = "operation"
@@ -445,6 +469,12 @@ class AttackResult(models.Model):
             models.Index(fields=["outcome", "attack_class"], name="result_outcome_attack_idx"),
             # Keyset pagination of review lists and the dashboard's "since the snapshot" delta.
             models.Index(fields=["-ingested_at", "-attack_result_id"], name="result_ingested_idx"),
+            # The few results under blind double review (the adjudication queue reads them).
+            models.Index(
+                fields=["review_status", "operation", "ingested_at"],
+                condition=~Q(review_status=""),
+                name="result_blind_review_idx",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -643,12 +673,41 @@ class ScorableContent(models.Model):
 
 
 class ScoreQuerySet(ScopedQuerySet["Score"]):
-    """Scores; `standing()` leaves out verdicts their author withdrew (kept only as history)."""
+    """Scores; `standing()` leaves out verdicts their author withdrew (kept only as history).
+
+    `visible_to(scope)` also keeps blind double review: a sealed human verdict (its attack
+    result still awaits independent verdicts, see ReviewStatus) is shown only to its author
+    and to reviewers who recorded their own standing verdict on the same result. Every read
+    of scores (pages, API, exports) goes through it, so no reader receives another's pending
+    verdict; a scope without a viewer (management commands) sees no sealed verdict.
+    """
 
     def standing(self) -> ScoreQuerySet:
         """Scores that stand: every automated score, and human verdicts not withdrawn. What
         exports, the API and calibration read (a withdrawn verdict is no judgement any more)."""
         return self.filter(withdrawn_at__isnull=True)
+
+    def visible_to(self, scope: Scope) -> Self:
+        """The scope's operations' scores, sealed verdicts of others left out."""
+        return super().visible_to(scope).filter(unsealed_for(scope.viewer_id))
+
+
+def own_verdicts(viewer_id: int) -> QuerySet[Score]:
+    """The viewer's standing outcome answers (objective or scale) on the outer row's result."""
+    return Score.objects.filter(
+        source=ScoreSource.HUMAN,
+        attack_result_id=OuterRef("attack_result_id"),
+        reviewer_id=viewer_id,
+        withdrawn_at__isnull=True,
+    ).exclude(verdict_field=VerdictField.CATEGORY)
+
+
+def unsealed_for(viewer_id: int | None) -> Q:
+    """Scores a viewer may read as far as blind review goes: not sealed, their own, or on a
+    result they judged too (a standing objective or scale answer of theirs)."""
+    if viewer_id is None:
+        return Q(sealed=False)
+    return Q(sealed=False) | Q(reviewer_id=viewer_id) | Q(Exists(own_verdicts(viewer_id)))
 
 
 class Score(models.Model):
@@ -726,6 +785,12 @@ class Score(models.Model):
         related_name="+",
     )
     superseded_by = models.UUIDField(null=True, blank=True)
+    # Blind double review (scoring.blind): `sealed` while the result awaits independent
+    # verdicts (readers other than its author do not receive it, ScoreQuerySet.visible_to);
+    # `final` marks an adjudicator's verdict on a disputed result, which decides over the
+    # reviewers' ones.
+    sealed = models.BooleanField(default=False)
+    final = models.BooleanField(default=False)
     ingested_at = models.DateTimeField(auto_now_add=True)
 
     objects = ScoreQuerySet.as_manager()

@@ -22,7 +22,8 @@ from redteam.common.admin import ReadOnlyAdmin, ScopedAdminMixin, led_operation_
 from redteam.common.audit import record_audit
 from redteam.common.markdown import render_markdown
 from redteam.common.models import Operation
-from scoring.models import PublishedScorerMetrics, ReviewQueue
+from scoring.blind import refresh_review_states
+from scoring.models import PublishedScorerMetrics, ReviewQueue, ReviewRequirement
 from scoring.queue_forms import (
     MAX_FILTER_CHARS,
     MAX_INSTRUCTIONS_CHARS,
@@ -288,3 +289,186 @@ class PublishedScorerMetricsAdmin(ReadOnlyAdmin):
     list_display = ["scorer_class", "eval_hash", "kind", "dataset_name", "file_name", "imported_at"]
     list_filter = ["kind", "file_name"]
     search_fields = ["=eval_hash", "scorer_class", "dataset_name"]
+
+
+class ReviewRequirementForm(forms.ModelForm[ReviewRequirement]):
+    """A requirement: the label (key=value) or harm category it matches, and the number of
+    independent verdicts."""
+
+    label = forms.CharField(
+        required=False,
+        max_length=402,
+        help_text="key=value, e.g. operation=op_x (results whose labels hold it). Or:",
+    )
+
+    class Meta:
+        model = ReviewRequirement
+        fields = ["operation", "harm_category", "required_verdicts"]
+        help_texts = {
+            "harm_category": "A harm category of the results (targeted_harm_categories).",
+            "operation": "Only this operation's results (empty: every operation).",
+        }
+
+    superuser: bool = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None and self.instance.label_key:
+            self.fields["label"].initial = f"{self.instance.label_key}={self.instance.label_value}"
+
+    def clean_operation(self) -> Operation | None:
+        """Team-wide requirements are the superusers'."""
+        operation: Operation | None = self.cleaned_data.get("operation")
+        if operation is None and not self.superuser:
+            raise ValidationError("Choose the operation this requirement applies to.")
+        return operation
+
+    def clean(self) -> dict[str, Any]:
+        """Exactly one of a label value and a harm category."""
+        data = super().clean() or {}
+        label = str(data.get("label") or "").strip()
+        category = str(data.get("harm_category") or "").strip()
+        if bool(label) == bool(category):
+            raise ValidationError("Give either a label (key=value) or a harm category.")
+        if label:
+            key, sep, value = label.partition("=")
+            key, value = key.strip(), value.strip()
+            if not sep or not key or len(key) > 100 or len(value) > 300:
+                raise ValidationError(
+                    "Write the label as key=value (key up to 100 characters, value up to 300)."
+                )
+            data["label_key"], data["label_value"] = key, value
+        else:
+            data["label_key"], data["label_value"] = "", ""
+        data["harm_category"] = category
+        self.instance.label_key = data["label_key"]
+        self.instance.label_value = data["label_value"]
+        return data
+
+    def save(self, commit: bool = True) -> ReviewRequirement:
+        """Store the parsed label."""
+        requirement = super().save(commit=False)
+        requirement.label_key = self.cleaned_data["label_key"]
+        requirement.label_value = self.cleaned_data["label_value"]
+        requirement.harm_category = self.cleaned_data["harm_category"]
+        if commit:
+            requirement.save()
+        return requirement
+
+
+def _requirement_detail(obj: ReviewRequirement) -> dict[str, Any]:
+    return {
+        "operation": obj.operation_id,
+        "label_key": obj.label_key,
+        "label_value": obj.label_value,
+        "harm_category": obj.harm_category,
+        "required_verdicts": obj.required_verdicts,
+    }
+
+
+@admin.register(ReviewRequirement)
+class ReviewRequirementAdmin(ScopedAdminMixin, admin.ModelAdmin[ReviewRequirement]):
+    """Blind double review settings of the operations the user leads (every one for a
+    superuser); each change is audited and re-evaluates the affected results at once."""
+
+    form = ReviewRequirementForm
+    list_display = ["__str__", "operation", "required_verdicts", "updated_at"]
+    list_select_related = ["operation"]
+    fields = ["operation", "label", "harm_category", "required_verdicts"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ReviewRequirement]:
+        """Every requirement for a superuser; a lead's, of the operations they lead."""
+        rows = super().get_queryset(request).select_related("operation")
+        led = led_operation_ids(request)
+        return rows if led is None else rows.filter(operation_id__in=sorted(led))
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        """The form, told whether the user may make team-wide requirements."""
+        form = super().get_form(request, obj, change, **kwargs)
+
+        class ScopedRequirementForm(form):  # type: ignore[valid-type,misc]
+            pass
+
+        ScopedRequirementForm.superuser = bool(request.user.is_superuser)
+        return ScopedRequirementForm
+
+    def formfield_for_foreignkey(
+        self, db_field: ForeignKey[Any, Any], request: HttpRequest, **kwargs: Any
+    ) -> Any:
+        """The operations the user leads."""
+        if db_field.name == "operation":
+            led = led_operation_ids(request)
+            rows = Operation.objects.order_by("name")
+            kwargs["queryset"] = rows if led is None else rows.filter(pk__in=sorted(led))
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def _manages(self, request: HttpRequest, obj: ReviewRequirement | None) -> bool:
+        if obj is None:
+            return manages(request)
+        if obj.operation_id is None:
+            return bool(request.user.is_superuser)
+        return manages(request, obj.operation_id)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Superusers; leads, their operations' requirements."""
+        return self._manages(request, obj)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        """Superusers and leads."""
+        return manages(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Superusers; leads, their operations' requirements."""
+        return self._manages(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """As changing."""
+        return self._manages(request, obj)
+
+    def _refresh(self, *operation_ids: int | None) -> None:
+        """Re-evaluate the results of these operations (every one when one is None)."""
+        ids = None if None in operation_ids else [op for op in operation_ids if op is not None]
+        refresh_review_states(ids)
+
+    def save_model(
+        self, request: HttpRequest, obj: ReviewRequirement, form: Any, change: bool
+    ) -> None:
+        """Save, with its creator when new, audited; the affected results follow."""
+        before = (
+            ReviewRequirement.objects.filter(pk=obj.pk)
+            .values_list("operation_id", flat=True)
+            .first()
+            if change
+            else obj.operation_id
+        )
+        if not change:
+            obj.created_by = request.user  # type: ignore[assignment]
+        super().save_model(request, obj, form, change)
+        record_audit(
+            actor=request.user,
+            action="review_requirement.changed" if change else "review_requirement.created",
+            object_type="review_requirement",
+            object_id=obj.pk,
+            detail={**_requirement_detail(obj), "changed": list(form.changed_data)},
+        )
+        self._refresh(before, obj.operation_id)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[ReviewRequirement]) -> None:
+        """Bulk delete, each requirement audited."""
+        for requirement in queryset:
+            self.delete_model(request, requirement)
+
+    def delete_model(self, request: HttpRequest, obj: ReviewRequirement) -> None:
+        """Delete a requirement, audited; the affected results follow."""
+        operation_id = obj.operation_id
+        record_audit(
+            actor=request.user,
+            action="review_requirement.deleted",
+            object_type="review_requirement",
+            object_id=obj.pk,
+            detail=_requirement_detail(obj),
+        )
+        super().delete_model(request, obj)
+        self._refresh(operation_id)

@@ -55,6 +55,7 @@ from redteam.core.calibration import (
 )
 from redteam.core.identity import ComponentIdentifier as CoreIdentifier
 from redteam.core.identity import ScorerEvaluationIdentifier
+from scoring.blind import settled_q
 from scoring.filters import ScorerSideFilterSet
 
 TRUE_FALSE: Final = "true_false"
@@ -196,6 +197,9 @@ def _review_verdicts(scope: Scope, query: CalibrationQuery) -> QuerySet[Score]:
             attack_result__isnull=False,
             verdict_field__in=[VerdictField.OBJECTIVE, VerdictField.SCALE],
         )
+        # Blind double review: nothing still pending or disputed counts, and on an
+        # adjudicated result only the final verdict does.
+        .filter(settled_q())
     )
     if query.results is not None:
         verdicts = verdicts.filter(attack_result__in=query.results.values("pk"))

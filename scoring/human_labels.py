@@ -53,6 +53,7 @@ from memory.models import AttackResult, MessagePiece, Score, ScoreSource, Verdic
 from redteam.common.access import Scope
 from redteam.core import pyrit_csv
 from redteam.core.pyrit_csv import LabeledRow
+from scoring.blind import settled_q
 from scoring.review import REVIEW_VIEWS, for_review, verdict_success
 
 KINDS = ("objective", "harm")
@@ -101,9 +102,9 @@ def human_label_verdicts(scope: Scope) -> QuerySet[Score]:
     """Every human verdict a human-label export may read: standing (not withdrawn) objective
     and scale verdicts on attack results of the scope.
 
-    The one place exports read human verdicts from. Blind double review filters here too:
-    verdicts on items still pending a blind double review must never be exported, so that
-    rule is applied in this function and every export inherits it.
+    The one place exports read human verdicts from. Blind double review filters here too
+    (`scoring.blind.settled_q`): verdicts on items still pending a blind double review or
+    disputed are never exported, and an adjudicated item exports its final verdict only.
     """
     return (
         Score.objects.visible_to(scope)
@@ -113,6 +114,7 @@ def human_label_verdicts(scope: Scope) -> QuerySet[Score]:
             attack_result__isnull=False,
             verdict_field__in=(VerdictField.OBJECTIVE, VerdictField.SCALE),
         )
+        .filter(settled_q())
     )
 
 

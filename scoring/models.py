@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.core.validators import validate_slug
+from django.core.validators import MaxValueValidator, MinValueValidator, validate_slug
 from django.db import models
 
 from redteam.common.access import Scope, ScopedQuerySet
@@ -256,3 +256,91 @@ class PublishedScorerMetrics(models.Model):
         )
         values = self.metrics if isinstance(self.metrics, dict) else {}
         return [(name, values.get(name)) for name in names if name in values]
+
+
+class ReviewRequirementQuerySet(ScopedQuerySet["ReviewRequirement"]):
+    """Requirements a viewer sees: the team-wide ones and those of the viewer's operations."""
+
+    def scope_filter(self, scope: Scope) -> models.Q:
+        """Team-wide requirements (no operation) plus the scope's operations' ones."""
+        return models.Q(operation__isnull=True) | super().scope_filter(scope)
+
+
+MIN_REQUIRED_VERDICTS = 2
+MAX_REQUIRED_VERDICTS = 5
+
+
+class ReviewRequirement(models.Model):
+    """Blind double review: attack results matching this need `required_verdicts`
+    independent human verdicts before the humans decide their outcome (scoring.blind).
+
+    A requirement matches by one label value (`label_key` = `label_value`, e.g.
+    operation=op_x, read from the result's labels over its conversation's) or by one of the
+    result's targeted harm categories; tied to an operation it applies to that operation's
+    results only (team-wide requirements are the superusers'). Where several match, the
+    largest number applies.
+    """
+
+    operation = models.ForeignKey(
+        Operation,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="review_requirements",
+    )
+    label_key = ExactCharField(max_length=100, blank=True, default="")
+    label_value = ExactCharField(max_length=300, blank=True, default="")
+    harm_category = ExactCharField(max_length=300, blank=True, default="")
+    required_verdicts = models.PositiveSmallIntegerField(
+        default=MIN_REQUIRED_VERDICTS,
+        validators=[
+            MinValueValidator(MIN_REQUIRED_VERDICTS),
+            MaxValueValidator(MAX_REQUIRED_VERDICTS),
+        ],
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ReviewRequirementQuerySet.as_manager()
+    scope_path = "operation"
+
+    class Meta:
+        ordering = ["operation_id", "label_key", "label_value", "harm_category"]
+        constraints = [
+            # Exactly one way of matching: a label value, or a harm category.
+            models.CheckConstraint(
+                condition=(
+                    models.Q(label_key__gt="", harm_category="")
+                    | models.Q(label_key="", label_value="", harm_category__gt="")
+                ),
+                name="review_requirement_matches_one_way",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(
+                    required_verdicts__gte=MIN_REQUIRED_VERDICTS,
+                    required_verdicts__lte=MAX_REQUIRED_VERDICTS,
+                ),
+                name="review_requirement_verdicts_range",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        what = (
+            f"{self.label_key}={self.label_value}"
+            if self.label_key
+            else f"harm category {self.harm_category}"
+        )
+        return f"{what}: {self.required_verdicts} verdicts"
+
+    def matches(
+        self, operation_id: int | None, labels: dict[str, Any], categories: list[Any]
+    ) -> bool:
+        """Whether a result (its operation, merged labels, harm categories) is covered."""
+        if self.operation_id is not None and self.operation_id != operation_id:
+            return False
+        if self.label_key:
+            return self.label_key in labels and str(labels[self.label_key]) == self.label_value
+        return self.harm_category in {str(c) for c in categories}

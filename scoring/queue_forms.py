@@ -28,7 +28,7 @@ MAX_INSTRUCTIONS_CHARS = 20_000
 MAX_FILTER_VALUES = 20
 MAX_FILTER_CHARS = 4000
 # Paths under /review/ that are pages, never a queue's slug.
-RESERVED_SLUGS = frozenset({"mine", "new", "queues", "save"})
+RESERVED_SLUGS = frozenset({"adjudication", "mine", "new", "queues", "reviewers", "save"})
 MAX_SLUG_CHARS = 70
 REVIEW_CHOICES = [("", "every result"), *((v, v) for v in REVIEW_VIEWS)]
 

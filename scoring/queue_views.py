@@ -26,6 +26,7 @@ from redteam.common.access import scope_for
 from redteam.common.markdown import render_markdown
 from redteam.common.replicas import primary_reads
 from redteam.common.roles import viewer_required
+from scoring.adjudication import may_adjudicate_somewhere
 from scoring.human_label_views import download_links
 from scoring.live import queue_live
 from scoring.models import ReviewQueue
@@ -101,6 +102,7 @@ def review_queue(request: HttpRequest) -> HttpResponse:
     context = {
         "queues": [{"queue": q, "awaiting": counts.get(q.pk)} for q in queues],
         "can_verdict": scope.records_any_verdicts(),
+        "can_adjudicate": may_adjudicate_somewhere(scope),
     }
     return render(request, "scoring/review_queue.html", context)
 

@@ -45,7 +45,7 @@ from memory.models import AttackResult
 from memory.querysets import attack_results_for_list
 from redteam.common.access import Scope
 from scoring.models import ReviewClaim, ReviewQueue, ReviewSkip
-from scoring.review import REVIEW_VIEWS, for_review, has_human_verdict, human_verdicts
+from scoring.review import REVIEW_VIEWS, awaiting_review, for_review, human_verdicts
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User as AccountUser
@@ -182,7 +182,7 @@ class QueueWalk:
             return AttackResult.objects.none()
         qs: QuerySet[AttackResult] = self.filterset.qs
         if self.queue.review in REVIEW_VIEWS:
-            qs = for_review(qs, self.queue.review)
+            qs = for_review(qs, self.queue.review, self.user.pk)
         last_skip = (
             ReviewSkip.objects.filter(queue=self.queue, attack_result=OuterRef("pk"))
             .order_by("-skipped_at")
@@ -259,7 +259,7 @@ class QueueWalk:
         # items in a subquery (the skip annotation is one), where outer references resolve.
         left = Q(~self.held_by_others())
         if self.queue.review in ("", "unreviewed"):
-            left &= Q(~has_human_verdict())
+            left &= awaiting_review(self.user.pk)
         flags: dict[str, Q] = {
             "left": left,
             "held": Q(self.held_by_others()),

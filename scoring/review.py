@@ -7,6 +7,11 @@ outcome everywhere results are summarised. A category answer marks the result re
 says nothing of success, and a withdrawn verdict (undone or corrected) is history only:
 `human_scores()` / `decides_outcome()` are where that rule lives.
 
+Under blind double review (scoring.blind) a result's verdicts decide only once enough
+independent reviewers agree (AGREED) or an adjudicator recorded the final verdict
+(ADJUDICATED, and then only that one); while the result awaits verdicts (PENDING) or is in
+adjudication (DISPUTED) the automated outcome stands. Both functions apply that too.
+
 Reads take the viewer's scope (redteam.common.access) or a queryset the caller already scoped
 with `visible_to`: a verdict is shown only where its attack result is visible.
 """
@@ -33,8 +38,9 @@ from django.db.models import (
 from django.db.models.functions import Cast
 from django.db.models.lookups import GreaterThanOrEqual
 
-from memory.models import AttackResult, Score, ScoreSource, VerdictField
+from memory.models import AttackResult, ReviewStatus, Score, ScoreSource, VerdictField
 from redteam.common.access import Scope, ScopedQuerySet
+from scoring.blind import counts, settled_q
 
 # A float verdict (0..1 harm/success rating) counts as "objective achieved" from here up.
 FLOAT_SUCCESS_THRESHOLD = 0.5
@@ -55,10 +61,16 @@ def verdict_success(score_type: str, score_value: str | None) -> bool | None:
     return None
 
 
-def decides_outcome(score: Score) -> bool:
+def decides_outcome(score: Score, review_status: str = ReviewStatus.SINGLE) -> bool:
     """Whether a human verdict Score may decide an outcome: an objective or scale answer that
-    was not withdrawn (a category only classifies; a withdrawn verdict is history)."""
-    return score.withdrawn_at is None and score.verdict_field != VerdictField.CATEGORY
+    was not withdrawn (a category only classifies; a withdrawn verdict is history), on a
+    result whose blind review (`review_status`, its AttackResult's) lets verdicts decide:
+    not pending nor disputed, and once adjudicated only the final verdict."""
+    return (
+        score.withdrawn_at is None
+        and score.verdict_field != VerdictField.CATEGORY
+        and counts(review_status, score.final)
+    )
 
 
 def effective_outcome(outcome: str, human: Score | None) -> str:
@@ -78,8 +90,9 @@ def disagrees(outcome: str, human: Score | None) -> bool:
     return success is not None and success != (outcome == "success")
 
 
-# Newest first; within one review the objective answer before the scale (both decide).
-_VERDICT_ORDER = ("-timestamp", "verdict_field", "-ingested_at")
+# An adjudicator's final verdict first; then newest first; within one review the objective
+# answer before the scale (both decide).
+_VERDICT_ORDER = ("-final", "-timestamp", "verdict_field", "-ingested_at")
 
 
 def human_verdicts() -> ScopedQuerySet[Score]:
@@ -93,8 +106,9 @@ def human_verdicts() -> ScopedQuerySet[Score]:
 def human_scores() -> ScopedQuerySet[Score]:
     """Standing human verdicts that decide an outcome (objective or scale), newest first: the
     latest of a result's is its effective outcome. The one place that rule is written for
-    queries; `decides_outcome` is the same rule for a loaded row."""
-    return human_verdicts().exclude(verdict_field=VerdictField.CATEGORY)
+    queries; `decides_outcome` is the same rule for a loaded row. Verdicts of a result under
+    blind review that does not let them decide are left out (scoring.blind.settled_q)."""
+    return human_verdicts().exclude(verdict_field=VerdictField.CATEGORY).filter(settled_q())
 
 
 def human_verdicts_as_of(moment: datetime) -> QuerySet[Score]:
@@ -107,13 +121,19 @@ def human_verdicts_as_of(moment: datetime) -> QuerySet[Score]:
 
 
 def human_scores_as_of(moment: datetime) -> QuerySet[Score]:
-    """`human_scores()` as they stood at `moment`."""
+    """`human_scores()` as they stood at `moment`, for results under a single review; for
+    those under blind review the deciding one depends on the verdicts standing then, which
+    scoring.blind.deciding_answer works out from `human_verdicts_as_of`."""
     return human_verdicts_as_of(moment).exclude(verdict_field=VerdictField.CATEGORY)
 
 
-def deciding_verdict(scores: Iterable[Score]) -> Score | None:
-    """The first of these human verdicts (newest first) that decides the outcome."""
-    return next((s for s in scores if decides_outcome(s)), None)
+def deciding_verdict(
+    scores: Iterable[Score], review_status: str = ReviewStatus.SINGLE
+) -> Score | None:
+    """The verdict that decides the outcome among these human verdicts (newest first) of
+    one result whose review status is `review_status`: a final verdict first."""
+    ordered = sorted(scores, key=lambda s: not s.final)
+    return next((s for s in ordered if decides_outcome(s, review_status)), None)
 
 
 def latest_human_verdicts(result_ids: Iterable[uuid.UUID], scope: Scope) -> dict[uuid.UUID, Score]:
@@ -166,15 +186,33 @@ def has_human_verdict() -> Exists:
     return Exists(human_verdicts().filter(attack_result=OuterRef("pk")))
 
 
-def for_review(qs: QuerySet[AttackResult], view: str) -> QuerySet[AttackResult]:
+def awaiting_review(viewer_id: int | None = None) -> Q:
+    """Condition on attack results still waiting for a verdict from the viewer: none at all,
+    or a blind review awaiting further independent verdicts to which the viewer has not
+    contributed a standing objective or scale answer."""
+    pending = Q(review_status=ReviewStatus.PENDING)
+    if viewer_id is not None:
+        mine = (
+            human_verdicts()
+            .exclude(verdict_field=VerdictField.CATEGORY)
+            .filter(attack_result=OuterRef("pk"), reviewer_id=viewer_id)
+        )
+        pending &= Q(~Exists(mine))
+    return Q(~has_human_verdict()) | pending
+
+
+def for_review(
+    qs: QuerySet[AttackResult], view: str, viewer_id: int | None = None
+) -> QuerySet[AttackResult]:
     """Restrict attack results to a review view: unreviewed, disagree, or reviewed.
 
     `qs` is already scoped to the viewer's operations; a result's verdicts are in its own
     operation (record_verdict stores them there), so the verdict subqueries need no scope.
+    "unreviewed" keeps, for `viewer_id`, the blind reviews still waiting for their verdict.
     """
     if view == "unreviewed":
-        return qs.filter(~has_human_verdict())
-    reviewed = qs.filter(has_human_verdict())
+        return qs.filter(awaiting_review(viewer_id))
+    reviewed = qs.filter(has_human_verdict() & ~awaiting_review(viewer_id))
     if view == "reviewed":
         return reviewed
     return with_human_success(reviewed).filter(

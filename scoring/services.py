@@ -35,7 +35,8 @@ from redteam.common.access import Scope
 from redteam.common.audit import record_audit
 from redteam.common.typing import User
 from redteam.core.identity import LINE_PYRIT_VERSIONS, ComponentIdentifier
-from scoring.review import decides_outcome, effective_outcome, human_scores
+from scoring.blind import refresh_review_state
+from scoring.review import effective_outcome, human_scores
 from scoring.verdict_fields import (
     MAX_CATEGORY_CHARS,
     MAX_NOTES_CHARS,
@@ -160,6 +161,7 @@ def _answer_score(
     scorer: ParsedIdentifier,
     submission: uuid.UUID,
     now: datetime,
+    final: bool = False,
 ) -> Score:
     """The (unsaved) human Score of one answer, shaped as PyRIT's Score."""
     metadata: dict[str, Any] = {}
@@ -172,6 +174,9 @@ def _answer_score(
         description = VERDICT_DESCRIPTION
     if notes:
         metadata["notes"] = notes
+    if final:
+        # Exports carry PyRIT's Score fields only: the metadata says it is the final one.
+        metadata["final"] = True
     return Score(
         id=uuid.uuid4(),
         operation_id=attack_result.operation_id,
@@ -194,6 +199,7 @@ def _answer_score(
         reviewer=reviewer,
         verdict_submission=submission,
         verdict_field=answer.field,
+        final=final,
     )
 
 
@@ -220,9 +226,21 @@ def _summary(scores: list[Score]) -> list[dict[str, Any]]:
             "score_value": s.score_value,
             "category": (s.score_metadata or {}).get("category"),
             "rationale": s.score_rationale,
+            "final": s.final,
         }
         for s in scores
     ]
+
+
+def refresh_conversation_outcomes(result_ids: list[Any]) -> None:
+    """Set the conversation summaries of these results from their current deciding verdicts
+    (after their blind-review status changed): two queries, then one UPDATE per result."""
+    results = list(AttackResult.objects.filter(pk__in=result_ids))
+    latest: dict[Any, Score] = {}
+    for score in human_scores().filter(attack_result_id__in=result_ids):
+        latest.setdefault(score.attack_result_id, score)
+    for result in results:
+        _refresh_conversation_outcome(result, latest.get(result.pk))
 
 
 def _refresh_conversation_outcome(attack_result: AttackResult, human: Score | None) -> None:
@@ -251,6 +269,7 @@ def _store_review(
     notes: str,
     submission: uuid.UUID,
     before_insert: Callable[[], None] | None = None,
+    final: bool = False,
 ) -> tuple[list[Score], bool]:
     """INSERT a review's Scores (all or none); (scores, created). A submission already stored
     returns its rows when they hold the same review, else a ValidationError."""
@@ -277,6 +296,7 @@ def _store_review(
             scorer=scorer,
             submission=submission,
             now=now,
+            final=final,
         )
         for answer in answers
     ]
@@ -307,10 +327,25 @@ def _store_review(
 
 
 def _deciding(scores: list[Score]) -> Score | None:
-    """The score of a review that decides the outcome (objective before scale), if any."""
+    """The answer of a review that would decide the outcome (objective before scale)."""
     return next(
-        (s for s in sorted(scores, key=lambda s: s.verdict_field) if decides_outcome(s)), None
+        (
+            s
+            for s in sorted(scores, key=lambda s: s.verdict_field)
+            if s.withdrawn_at is None and s.verdict_field != VerdictField.CATEGORY
+        ),
+        None,
     )
+
+
+def _after_write(attack_result: AttackResult, touched_outcome: bool) -> tuple[str, str]:
+    """Refresh the result's blind-review status, then (when an outcome answer changed, or
+    the status did) the conversation summary from the deciding verdict now: (before,
+    after) status."""
+    before, after = refresh_review_state(attack_result.pk)
+    if touched_outcome or before != after:
+        _refresh_conversation_outcome(attack_result, _latest_deciding(attack_result))
+    return before, after
 
 
 @transaction.atomic
@@ -337,9 +372,11 @@ def record_review(
 
     `scope` is the reviewer's (redteam.common.access): it must allow verdicts in the
     result's operation. Queries: INSERT identifier, INSERT dump, SELECT the last response's
-    original_prompt_id, INSERT the answers' scores, UPDATE the conversation's outcome summary
-    (when an answer decides the outcome), INSERT audit event. A repeated submission stops
-    after the refused INSERT with one SELECT of the stored rows.
+    original_prompt_id, INSERT the answers' scores; the blind-review refresh (lock the
+    result, requirements, its answers, seal UPDATE, status UPDATE when it changed); the
+    deciding verdict and the conversation's outcome summary UPDATE (when an answer decides
+    the outcome); INSERT audit event. A repeated submission stops after the refused INSERT
+    with one SELECT of the stored rows.
     """
     _may_review(reviewer, scope, attack_result)
     stored, rationale, notes = review_answers(answers)
@@ -355,9 +392,9 @@ def record_review(
         return scores
     deciding = _deciding(scores)
     # The conversation list reads this summary column, which follows the conversation's
-    # newest result; human verdicts take precedence, so a verdict on that result updates it.
-    if deciding is not None:
-        _refresh_conversation_outcome(attack_result, deciding)
+    # newest result; human verdicts take precedence, so a verdict on that result updates it
+    # (once blind review lets verdicts decide).
+    _, status = _after_write(attack_result, deciding is not None)
     first = deciding or scores[0]
     record_audit(
         actor=reviewer,
@@ -373,6 +410,7 @@ def record_review(
             "scores": _summary(scores),
             "notes": notes,
             "automated_outcome": attack_result.outcome,
+            "review_status": status,
         },
     )
     return scores
@@ -493,10 +531,11 @@ def edit_review(
         notes=notes,
         submission=correction,
         before_insert=withdraw,
+        final=any(r.final for r in rows),
     )
     if not created:
         return scores
-    _refresh_conversation_outcome(attack_result, _latest_deciding(attack_result))
+    _, status = _after_write(attack_result, True)
     record_audit(
         actor=reviewer,
         action="verdict.edited",
@@ -508,6 +547,7 @@ def edit_review(
             "previous": _summary(standing),
             "scores": _summary(scores),
             "notes": notes,
+            "review_status": status,
         },
     )
     return scores
@@ -531,12 +571,16 @@ def withdraw_review(*, reviewer: User, scope: Scope, submission: uuid.UUID) -> l
         return rows
     for row in standing:
         row.withdrawn_at, row.withdrawn_by_id = now, reviewer.pk
-    _refresh_conversation_outcome(attack_result, _latest_deciding(attack_result))
+    _, status = _after_write(attack_result, True)
     record_audit(
         actor=reviewer,
         action="verdict.withdrawn",
         object_type="attack_result",
         object_id=attack_result.pk,
-        detail={"submission": str(submission), "scores": _summary(standing)},
+        detail={
+            "submission": str(submission),
+            "scores": _summary(standing),
+            "review_status": status,
+        },
     )
     return rows

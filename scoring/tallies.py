@@ -22,11 +22,12 @@ from django.db import transaction
 from django.db.models import Exists, Max, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
-from memory.models import AttackResult, ComponentIdentifier, Score, ScoreSource, VerdictField
+from memory.models import AttackResult, ComponentIdentifier, Score, ScoreSource
 from redteam.common.access import Scope
 from redteam.core.enums import ATTACK_OUTCOMES
 from redteam.core.outcomes import OutcomeCounts
 from redteam.core.stats import Rate, percent
+from scoring.blind import deciding_answer
 from scoring.models import OutcomeTally, TallySnapshot
 from scoring.review import (
     human_scores,
@@ -108,17 +109,11 @@ def refresh_outcome_tallies(*, watermark: datetime | None = None) -> TallySnapsh
     started = time.monotonic()
     taken_at = timezone.now()
     watermark = watermark or taken_at - SNAPSHOT_MARGIN
-    humans: dict[Any, tuple[str, str | None]] = {}
-    # Reviewed: any standing verdict, a category too; the outcome: the deciding ones only.
-    reviewed_ids: set[Any] = set()
-    for ar_id, field, score_type, value in (
-        human_verdicts_as_of(watermark)
-        .filter(attack_result__isnull=False)
-        .values_list("attack_result_id", "verdict_field", "score_type", "score_value")
-    ):
-        reviewed_ids.add(ar_id)
-        if field != VerdictField.CATEGORY:
-            humans.setdefault(ar_id, (score_type, value))
+    # Reviewed: any standing verdict, a category too; the outcome: the deciding ones only
+    # (under blind review, as the verdicts standing at the watermark decide).
+    humans = _deciding_as_of(watermark)
+    reviewed_ids = set(humans)
+    humans = {pk: answer for pk, answer in humans.items() if answer is not None}
     counts: Counter[tuple[int | None, str, str, str]] = Counter()
     displays: dict[tuple[str, str], str] = {}
     results = 0
@@ -251,6 +246,48 @@ class Dashboard:
     newest: tuple[datetime, Any] | None = None
 
 
+def _deciding_as_of(
+    watermark: datetime, result_ids: list[Any] | None = None
+) -> dict[Any, tuple[str, str | None] | None]:
+    """Every result with a verdict standing at the watermark (of these results, when given),
+    with the (score_type, score_value) deciding its outcome then, None when none does: one
+    query."""
+    rows: dict[Any, list[tuple[Any, str, str, str | None, bool]]] = {}
+    required: dict[Any, int] = {}
+    qs = human_verdicts_as_of(watermark).filter(attack_result__isnull=False)
+    if result_ids is not None:
+        qs = qs.filter(attack_result_id__in=result_ids)
+    for ar_id, field, score_type, value, reviewer_id, submission, final, needed in qs.values_list(
+        "attack_result_id",
+        "verdict_field",
+        "score_type",
+        "score_value",
+        "reviewer_id",
+        "verdict_submission",
+        "final",
+        "attack_result__review_required",
+    ):
+        reviewer = reviewer_id if reviewer_id is not None else f"gone:{submission}"
+        rows.setdefault(ar_id, []).append((reviewer, field, score_type, value, final))
+        required[ar_id] = needed
+    return {pk: deciding_answer(required[pk], answers) for pk, answers in rows.items()}
+
+
+def _blind_before(rows: list[dict[str, Any]], watermark: datetime) -> None:
+    """Correct the "before" verdict of results under blind review (their deciding verdict at
+    the watermark depends on every verdict standing then): one query, only when any is."""
+    blind = [
+        row["pk"] for row in rows if row["review_required"] > 1 and row["ingested_at"] <= watermark
+    ]
+    if not blind:
+        return
+    then = _deciding_as_of(watermark, blind)
+    for row in rows:
+        if row["pk"] in blind:
+            answer = then.get(row["pk"])
+            row["old_human_type"], row["old_human_value"] = answer or (None, None)
+
+
 def _dirty_results(watermark: datetime, scope: Scope) -> list[dict[str, Any]]:
     """Visible results ingested after the snapshot, or given (or withdrawn) a human verdict
     after it (two queries)."""
@@ -279,7 +316,7 @@ def _dirty_results(watermark: datetime, scope: Scope) -> list[dict[str, Any]]:
     if re_reviewed:
         condition |= Q(pk__in=re_reviewed)
     names = ComponentIdentifier.objects.filter(hash=OuterRef("target_hash"))
-    return list(
+    rows = list(
         AttackResult.objects.visible_to(scope)
         .filter(condition)
         .annotate(
@@ -300,8 +337,11 @@ def _dirty_results(watermark: datetime, scope: Scope) -> list[dict[str, Any]]:
             "reviewed_now",
             "reviewed_then",
             "target_name",
+            "review_required",
         )
     )
+    _blind_before(rows, watermark)
+    return rows
 
 
 def _human(row: Mapping[str, Any], prefix: str) -> tuple[str, str | None] | None:

@@ -6,6 +6,7 @@ from django.urls import path, re_path
 
 import redteam.common.idpath  # noqa: F401  (registers the storedid and sha256 converters)
 from scoring import (
+    adjudication_views,
     calibration_views,
     human_label_views,
     live,
@@ -59,6 +60,18 @@ urlpatterns = [
         my_verdicts.undo_verdict,
         name="undo_verdict",
     ),
+    # Blind double review: disputed results, deciding one, the reviewers' agreement.
+    path(
+        "review/adjudication/",
+        adjudication_views.adjudication_queue,
+        name="adjudication_queue",
+    ),
+    path(
+        "review/adjudication/<uuid:attack_result_id>/",
+        adjudication_views.adjudication_item,
+        name="adjudication_item",
+    ),
+    path("review/reviewers/", adjudication_views.reviewers, name="reviewers"),
     # Save the results list's filter as a queue.
     path("review/queues/new/", queue_admin_views.save_queue, name="save_queue"),
     path("review/<slug:slug>/", queue_views.queue_detail, name="queue_detail"),

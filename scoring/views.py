@@ -119,14 +119,17 @@ class ResultView:
     related: list[Any] = field(default_factory=list)
     role: str | None = None
     can_verdict: bool = False
+    can_adjudicate: bool = False
     archived: bool = False
 
 
 def _access(scope: Scope, result: AttackResult) -> dict[str, Any]:
-    """The viewer's role in the result's operation, and whether a verdict form is offered."""
+    """The viewer's role in the result's operation, whether a verdict form is offered, and
+    whether they may adjudicate it (when it is in adjudication)."""
     return {
         "role": scope.role(result.operation_id),
         "can_verdict": scope.may_record_verdicts(result.operation_id),
+        "can_adjudicate": scope.may_adjudicate(result.operation_id),
         "archived": result.operation is not None and result.operation.archived,
     }
 
@@ -259,7 +262,7 @@ def _conversation_page(
             key=lambda v: (v.score.timestamp, v.score.ingested_at),
             reverse=True,
         )
-        human = deciding_verdict(v.score for v in verdicts)
+        human = deciding_verdict((v.score for v in verdicts), r.review_status)
         result_views.append(
             ResultView(
                 result=r,
@@ -438,7 +441,7 @@ def _result_rows(
         return filterset, [], None, None
     qs = filterset.qs
     if review_view:
-        qs = for_review(qs, review_view)
+        qs = for_review(qs, review_view, scope_for(request).viewer_id)
     page = request_page(request, qs, ts_field="ingested_at", pk_field="attack_result_id")
     humans = latest_human_verdicts((r.pk for r in page.rows), scope_for(request))
     rows = [result_summary(r, humans.get(r.pk)) for r in page.rows]
@@ -517,7 +520,7 @@ def attack_result_detail(request: HttpRequest, attack_result_id: uuid.UUID) -> H
     tree_once = TreesOnce()
     verdicts = [ScoreView(s, tree_once(s.scorer_dump)) for s in scores if s.source == "human"]
     last = next((s for s in scores if s.id == result.last_score_id), None)
-    human = deciding_verdict(v.score for v in verdicts)
+    human = deciding_verdict((v.score for v in verdicts), result.review_status)
     policy = sensitive_policy(request, [result.operation_id, result.conversation.operation_id])
     context = {
         "r": ResultView(
@@ -583,8 +586,13 @@ def objective_detail(request: HttpRequest, objective_sha256: str) -> HttpRespons
         .order_by("-timestamp", "-ingested_at")
     )
     humans: dict[uuid.UUID, Score] = {}
-    for s in scores:
-        if s.source == "human" and s.attack_result_id is not None and decides_outcome(s):
+    statuses = {r.pk: r.review_status for r in results}
+    for s in sorted(scores, key=lambda s: not s.final):
+        if (
+            s.source == "human"
+            and s.attack_result_id is not None
+            and decides_outcome(s, statuses.get(s.attack_result_id, ""))
+        ):
             humans.setdefault(s.attack_result_id, s)
     by_id = {s.id: s for s in scores}
     policy = sensitive_policy(request, [r.operation_id for r in results])

@@ -56,6 +56,10 @@ class Scope:
     roles: Mapping[int, str] = field(default_factory=dict)
     archived: frozenset[int] = frozenset()
     everything: bool = False
+    # The account reading (a session's user, an API key's owner; None for commands): blind
+    # double review shows a reviewer other humans' pending verdicts only once they recorded
+    # their own (memory.models.ScoreQuerySet.visible_to).
+    viewer_id: int | None = None
 
     @classmethod
     def everything_scope(cls) -> Scope:
@@ -145,15 +149,16 @@ def _membership_scope(user: Any, key: ApiKey | None = None) -> Scope:
         roles[op_id] = role
         if is_archived:
             archived.add(op_id)
-    return Scope(roles=roles, archived=frozenset(archived))
+    return Scope(roles=roles, archived=frozenset(archived), viewer_id=user.pk)
 
 
-def _operations_scope(operations: models.QuerySet[Operation]) -> Scope:
+def _operations_scope(operations: models.QuerySet[Operation], viewer_id: int | None) -> Scope:
     """Every one of these operations as lead (a superuser's API key): one query."""
     rows = list(operations.values_list("pk", "archived"))
     return Scope(
         roles={pk: OperationRole.LEAD for pk, _ in rows},
         archived=frozenset(pk for pk, archived in rows if archived),
+        viewer_id=viewer_id,
     )
 
 
@@ -182,7 +187,7 @@ def user_scope(user: User | None) -> Scope:
         return Scope.nothing()
     if user.is_superuser:
         archived = Operation.objects.filter(archived=True).values_list("pk", flat=True)
-        return Scope(everything=True, archived=frozenset(archived))
+        return Scope(everything=True, archived=frozenset(archived), viewer_id=user.pk)
     return _membership_scope(user)
 
 
@@ -190,7 +195,9 @@ def key_scope(api_key: ApiKey) -> Scope:
     """An API key's scope: its operations, as far as its user may still read them (one query:
     the key's operations joined with the user's memberships; the user came with the key)."""
     if api_key.user.is_superuser:
-        return _operations_scope(Operation.objects.filter(api_keys=api_key))
+        return _operations_scope(
+            Operation.objects.filter(api_keys=api_key), viewer_id=api_key.user.pk
+        )
     return _membership_scope(api_key.user, key=api_key)
 
 

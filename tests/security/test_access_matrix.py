@@ -54,6 +54,8 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     "page_read": (D, D, D, D, D, A, A, A, A, A),
     # Recording a human verdict: reviewers and above in the result's operation, superusers.
     "page_verdict": (D, D, D, D, D, D, A, A, A, A),
+    # Blind double review's adjudication pages: adjudicators and leads (and superusers).
+    "page_adjudicate": (D, D, D, D, D, D, D, A, A, A),
     # Promoting a piece into a seed dataset: seeds.add_seed (curators, superusers).
     "page_curate": (D, D, D, D, D, D, D, D, D, A),
     # The Django admin: staff only.
@@ -140,6 +142,11 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     "scoring:scorer_list": ("page_read", "GET"),
     "scoring:scorer_detail": ("page_read", "GET"),
     "api:scorer-metrics": ("api_read", "GET"),
+    # Blind double review: the adjudication queue, deciding one result (GET shows it; the
+    # POST is checked the same way, tests/scoring/test_blind_review.py), reviewers' agreement.
+    "scoring:adjudication_queue": ("page_adjudicate", "GET"),
+    "scoring:adjudication_item": ("page_adjudicate", "GET"),
+    "scoring:reviewers": ("page_adjudicate", "GET"),
 }
 LOGOUTS = {"logout", "admin:logout"}
 

@@ -117,8 +117,8 @@ def test_lead_sees_operations_and_memberships_in_the_admin_index(world: World) -
     response = login(world.lead).get(reverse("admin:index"))
     assert response.status_code == 200
     models = {m["object_name"] for app in response.context["app_list"] for m in app["models"]}
-    # Leads also curate their operations' review queues.
-    assert models == {"Operation", "OperationMembership", "ReviewQueue"}
+    # Leads also curate their operations' review queues and blind-review requirements.
+    assert models == {"Operation", "OperationMembership", "ReviewQueue", "ReviewRequirement"}
 
 
 def test_staff_who_lead_nothing_see_no_operations_or_memberships(world: World) -> None:
@@ -675,3 +675,29 @@ def test_deleting_an_empty_operation_is_audited(world: World) -> None:
     gamma.delete()
     [event] = events("operation.delete")
     assert event.detail == {"operation": "op-gamma"}
+
+
+def test_a_lead_manages_only_their_operations_review_requirements(world: World) -> None:
+    from scoring.models import ReviewRequirement
+
+    mine = ReviewRequirement.objects.create(operation=world.alpha, harm_category="hate")
+    theirs = ReviewRequirement.objects.create(operation=world.beta, harm_category="hate")
+    team = ReviewRequirement.objects.create(harm_category="fraud")
+    client = login(world.lead)
+    listing = client.get(reverse("admin:scoring_reviewrequirement_changelist"))
+    assert listing.status_code == 200
+    assert [r.pk for r in listing.context["cl"].result_list] == [mine.pk]
+    for other in (theirs, team):
+        url = reverse("admin:scoring_reviewrequirement_change", args=[other.pk])
+        assert client.get(url).status_code == 404
+    # A lead cannot make a team-wide requirement, nor one for an operation they do not lead.
+    add = reverse("admin:scoring_reviewrequirement_add")
+    for operation in ("", str(world.beta.pk)):
+        response = client.post(
+            add, {"operation": operation, "harm_category": "x", "required_verdicts": "2"}
+        )
+        assert response.status_code == 200
+    assert ReviewRequirement.objects.count() == 3
+    # Staff who lead nothing (an adjudicator) do not reach it at all.
+    staff = login(world.staff)
+    assert staff.get(reverse("admin:scoring_reviewrequirement_changelist")).status_code == 403
