@@ -536,6 +536,8 @@ def pages(sample: dict[str, str]) -> list[tuple[str, str]]:
         ("scorers", "/scorers/"),
         ("scorer page", f"/scorers/{sample['eval_hash']}/"),
         ("scorer metrics API", "/api/v1/scorer-metrics/"),
+        ("adjudication queue", "/review/adjudication/"),
+        ("reviewers' agreement", "/review/reviewers/"),
     ]
 
 
