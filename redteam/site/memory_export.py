@@ -62,6 +62,7 @@ from memory.export import (
     last_scores_of,
 )
 from memory.models import AttackResult, Conversation, MessagePiece, Score
+from memory.parsing import parse_identifier
 from memory.querysets import (
     attack_results_for_export,
     conversations_for_export,
@@ -325,6 +326,13 @@ def _scalar(value: Any, as_json: bool) -> Any:
     return value
 
 
+def _hashes_to_itself(dump: Mapping[str, Any]) -> bool:
+    """Whether the dump's content hashes to its ``hash`` (as the importer and PyRIT check)."""
+    errors: list[Any] = []
+    parsed = parse_identifier(dump, "identifier", legacy=False, errors=errors)
+    return parsed is not None and not errors and parsed.hash == dump.get("hash")
+
+
 def attack_strategy(atomic: Any) -> Any:
     """The attack strategy inside an atomic attack identifier (PyRIT's
     ``get_attack_strategy_identifier``): children.attack_technique.children.attack, else
@@ -385,6 +393,7 @@ class _Writer:
         self.media = media
         self.report = report
         self.identifiers: set[str] = set()
+        self.unprojected: set[str] = set()
 
     def insert(self, table: str, row: Mapping[str, Any]) -> None:
         columns = ", ".join(f'"{c}"' for c in row)
@@ -411,8 +420,15 @@ class _Writer:
             return digest
         key = f"{kind}:{digest}"
         if key in self.identifiers:
-            return digest
+            return None if digest in self.unprojected else digest
         self.identifiers.add(key)
+        if not _hashes_to_itself(dump):
+            # A legacy dump with truncated values (0.13 memory) or a hash its content does not
+            # give: PyRIT 1.1 refuses such a row in its identifier tables. The JSON copy on
+            # the row that names it is kept; the projection is left out.
+            self.unprojected.add(digest)
+            self.skip("identifier(s) not projected: their content does not hash to their hash")
+            return None
         spec = IDENTIFIER_TABLES[kind]
         row: dict[str, Any] = {
             "hash": digest,
