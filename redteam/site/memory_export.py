@@ -394,6 +394,7 @@ class _Writer:
         self.report = report
         self.identifiers: set[str] = set()
         self.unprojected: set[str] = set()
+        self.unwritable: set[str] = set()
 
     def insert(self, table: str, row: Mapping[str, Any]) -> None:
         columns = ", ".join(f'"{c}"' for c in row)
@@ -519,7 +520,9 @@ class _Writer:
     def score(self, score: Score) -> None:
         item = export_score(score, "1.x")
         if self.shape == "0.13" and item["score_value"] is None:
-            self.skip("undetermined score(s): PyRIT 0.13 requires a score value")
+            if item["id"] not in self.unwritable:  # a last score is met twice
+                self.unwritable.add(item["id"])
+                self.skip("undetermined score(s): PyRIT 0.13 requires a score value")
             return
         scorer = item["scorer_class_identifier"]
         row: dict[str, Any] = {

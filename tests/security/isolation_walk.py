@@ -67,6 +67,8 @@ SCOPED_PK = frozenset(
 PAGE_FILTERSETS: dict[str, type[df.FilterSet]] = {
     "memory:conversation_list": ConversationFilterSet,
     "scoring:attack_result_list": AttackResultFilterSet,
+    "export_memory_conversations": ConversationFilterSet,
+    "export_memory_attack_results": AttackResultFilterSet,
     "scoring:review_queue": AttackResultFilterSet,
     "memory:scenario_list": ScenarioResultFilterSet,
     "memory:identifier_index": IdentifierIndexFilterSet,
@@ -99,6 +101,7 @@ GENERIC_FILTER_VALUES: dict[str, list[str]] = {
 # Query strings of a page beyond its FilterSet.
 PAGE_QUERIES: dict[str, list[str]] = {
     "scoring:attack_result_list": [f"review={v}" for v in REVIEW_VIEWS],
+    "export_memory_attack_results": [f"review={v}" for v in REVIEW_VIEWS],
     "scoring:review_queue": [f"view={v}" for v in REVIEW_VIEWS],
     "scoring:dashboard": ["label_key=operation", "label_key=operator"],
 }

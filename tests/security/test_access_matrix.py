@@ -111,6 +111,9 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     # Revealing a sensitive piece: anyone who may read the conversation (audited).
     "scoring:reveal_piece": ("page_read", "POST"),
     "scoring:attack_result_list": ("page_read", "GET"),
+    # The list pages' "Export as PyRIT memory" downloads: the viewer's rows, as the pages.
+    "export_memory_conversations": ("page_read", "GET"),
+    "export_memory_attack_results": ("page_read", "GET"),
     "scoring:attack_result_detail": ("page_read", "GET"),
     "scoring:verdict": ("page_verdict", "POST"),
     "scoring:objective_detail": ("page_read", "GET"),

@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import sqlite3
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 
 from memory.models import (
     AttackResult,
@@ -36,7 +39,7 @@ from memory.models import (
 from redteam.client import PyritMemoryFile
 from redteam.common.access import Scope, Writer
 from redteam.common.models import MediaBlob
-from redteam.site import memory_export
+from redteam.site import export_views, memory_export
 from redteam.site.ingest import ingest_batch
 from redteam.site.memory_export import MediaFolder, write_memory_file
 from redteam.site.pyrit_memory_schema import SCHEMA
@@ -44,6 +47,7 @@ from redteam.site.pyrit_sqlite import import_pyrit_memory
 from redteam.site.run_export import select_conversations, write_run
 from seeds.models import Seed, SeedDataset, SeedGroup
 from tests.memory import factories as f
+from tests.scoring.row_factories import make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -515,3 +519,123 @@ def test_the_command_refuses_what_it_cannot_do(tmp_path: Path) -> None:
         export(tmp_path / "y.db", "--operation", "nope")
     assert out.read_bytes() == b"keep"
     assert not (tmp_path / "y.db").exists()
+
+
+# --- the list pages' button -------------------------------------------------------------------
+
+PAGES = {
+    "conversations": ("memory:conversation_list", "export_memory_conversations"),
+    "attack-results": ("scoring:attack_result_list", "export_memory_attack_results"),
+}
+
+
+def download(client: Client, url: str) -> tuple[zipfile.ZipFile, bytes]:
+    response = client.get(url)
+    assert response.status_code == 200, response.content[:300]
+    assert response["Content-Type"] == "application/zip"
+    assert response["Content-Disposition"].startswith("attachment")
+    body = response.getvalue()
+    return zipfile.ZipFile(io.BytesIO(body)), body
+
+
+def unpacked(archive: zipfile.ZipFile, folder: Path) -> dict[str, list[dict[str, Any]]]:
+    archive.extractall(folder)
+    return table_rows(folder / "pyrit_memory.db")
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_the_button_downloads_the_pages_slice_as_the_command_writes_it(
+    client: Client, tmp_path: Path, fixtures_dir: Path, page: str
+) -> None:
+    imported(fixtures_dir, "pyrit-1.1")
+    client.force_login(make_user("rita", "read-only"))
+    list_name, export_name = PAGES[page]
+    query = "outcome=success&cursor=abc&size=5"
+    html = client.get(reverse(list_name) + "?outcome=success").content.decode()
+    assert f'href="{reverse(export_name)}?outcome=success"' in html
+    assert f'href="{reverse(export_name)}?outcome=success&amp;shape=0.13"' in html
+    archive, body = download(client, f"{reverse(export_name)}?{query}")
+    names = archive.namelist()
+    assert names[:2] == ["README.txt", "pyrit_memory.db"]
+    assert "SQLiteMemory" in archive.read("README.txt").decode()
+    rows = unpacked(archive, tmp_path / "zip")
+    out = tmp_path / "command.db"
+    export(out, "--from", page, "--query", "outcome=success", "--no-media")
+    assert masked_rows(rows) == masked_rows(table_rows(out))
+    # Media are in the zip, under the relative path the pieces name.
+    everything, _ = download(client, reverse(export_name))
+    pieces = unpacked(everything, tmp_path / "all")["PromptMemoryEntries"]
+    media = [r["original_value"] for r in pieces if r["original_value_data_type"] == "image_path"]
+    assert media
+    assert all(value.startswith("media/") for value in media)
+    assert set(media) <= set(everything.namelist())
+    # The same rows give the same bytes.
+    assert download(client, f"{reverse(export_name)}?{query}")[1] == body
+    legacy = unpacked(
+        download(client, f"{reverse(export_name)}?{query}&shape=0.13")[0], tmp_path / "013"
+    )
+    assert "labels" in legacy["PromptMemoryEntries"][0]
+
+
+def masked_rows(tables: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """Rows by table, media values masked (the command keeps paths with --no-media)."""
+    return {name: sorted((masked(r) for r in rows), key=str) for name, rows in tables.items()}
+
+
+def test_the_button_answers_bad_requests_clearly(
+    client: Client, fixtures_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    imported(fixtures_dir, "pyrit-1.1")
+    url = reverse("export_memory_conversations")
+    assert client.get(url).status_code == 302  # anonymous: to the login page
+    client.force_login(make_user("norole", role=None))
+    assert client.get(url).status_code == 403
+    client.force_login(make_user("rita", "read-only"))
+    assert client.get(url + "?shape=2.0").status_code == 400
+    bad = client.get(url + "?outcome=maybe")
+    assert bad.status_code == 400
+    assert b"outcome" in bad.content
+    review = client.get(reverse("export_memory_attack_results") + "?review=nope")
+    assert review.status_code == 400
+    monkeypatch.setattr(export_views, "MAX_DOWNLOAD_CONVERSATIONS", 1)
+    too_many = client.get(url)
+    assert too_many.status_code == 413
+    assert b"export_pyrit_memory" in too_many.content
+    assert client.post(url).status_code == 405
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_a_download_costs_the_same_queries_for_more_rows(client: Client, page: str) -> None:
+    _conversations(3, "small")
+    client.force_login(make_user("rita", "read-only"))
+    url = reverse(PAGES[page][1])
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            response = client.get(url)
+            assert response.status_code == 200
+            response.getvalue()
+        return len(captured)
+
+    small = queries()
+    _conversations(30, "large")
+    assert queries() == small
+
+
+def test_a_013_file_counts_what_it_cannot_hold(tmp_path: Path, fixtures_dir: Path) -> None:
+    imported(fixtures_dir, "scenario-1.1")  # an `error` outcome
+    imported(fixtures_dir, "pyrit-1.1")  # undetermined scores
+    undetermined = Score.objects.filter(score_value__isnull=True).count()
+    errors = AttackResult.objects.filter(outcome="error").count()
+    assert undetermined
+    assert errors
+    summary = export(tmp_path / "old.db", "--shape", "0.13")
+    assert f"skipped {undetermined} undetermined score(s)" in summary
+    assert f"skipped {errors} 'error' outcome(s)" in summary
+    rows = table_rows(tmp_path / "old.db")
+    assert {r["outcome"] for r in rows["AttackResultEntries"]} <= {
+        "success",
+        "failure",
+        "undetermined",
+    }
+    assert all(r["score_value"] is not None for r in rows["ScoreEntries"])
