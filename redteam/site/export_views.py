@@ -10,7 +10,8 @@ schema instead of 1.x's.
 Bounded work: at most MAX_DOWNLOAD_CONVERSATIONS conversations and MAX_DOWNLOAD_MEDIA_BYTES of
 media per download (a larger slice answers 413 and names the command that has no cap); the
 file and the archive are built in temporary files, never in memory, and removed once sent.
-The archive is reproducible: the same rows give the same bytes.
+The archive is reproducible: the same rows give the same bytes. Each download is audited
+(who, which list, its filters, what the file holds).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_GET
 
 from redteam.common.access import scope_for
+from redteam.common.audit import record_audit
 from redteam.common.roles import viewer_required
 from redteam.site.memory_export import ExportTooLarge, MediaFolder, write_memory_file
 from redteam.site.memory_slice import SliceError, select_slice
@@ -38,6 +40,8 @@ __all__ = [
 
 MAX_DOWNLOAD_CONVERSATIONS = 2000
 MAX_DOWNLOAD_MEDIA_BYTES = 256 * 1024 * 1024
+EXPORT_ACTION = "memory.exported"
+EXPORT_OBJECT_TYPE = "memory_slice"
 DATABASE_NAME = "pyrit_memory.db"
 MEDIA_FOLDER = "media"
 # Zip entries carry this time, so an archive depends on its rows only.
@@ -110,6 +114,20 @@ def _download(request: HttpRequest, page: str) -> HttpResponseBase:
             return _text(f"Too large to download: {exc}.", 413)
         report.path = DATABASE_NAME
         archive = _archive(folder, shape, report.summary())
+    # Data leaving the server: who took which slice (one INSERT).
+    record_audit(
+        actor=request.user,
+        action=EXPORT_ACTION,
+        object_type=EXPORT_OBJECT_TYPE,
+        object_id=page,
+        detail={
+            "filters": {k: request.GET.getlist(k) for k in sorted(request.GET)},
+            "shape": shape,
+            "conversations": len(selection.conversation_ids),
+            "rows": report.tables,
+            "media_files": report.media_files,
+        },
+    )
     return FileResponse(
         archive,
         as_attachment=True,

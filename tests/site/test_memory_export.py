@@ -38,7 +38,7 @@ from memory.models import (
 )
 from redteam.client import PyritMemoryFile
 from redteam.common.access import Scope, Writer
-from redteam.common.models import MediaBlob
+from redteam.common.models import AuditEvent, MediaBlob
 from redteam.site import export_views, memory_export
 from redteam.site.ingest import ingest_batch
 from redteam.site.memory_export import MediaFolder, write_memory_file
@@ -559,6 +559,10 @@ def test_the_button_downloads_the_pages_slice_as_the_command_writes_it(
     assert names[:2] == ["README.txt", "pyrit_memory.db"]
     assert "SQLiteMemory" in archive.read("README.txt").decode()
     rows = unpacked(archive, tmp_path / "zip")
+    event = AuditEvent.objects.filter(action="memory.exported").latest("pk")
+    assert (event.actor_name, event.object_id) == ("rita", page)
+    assert event.detail["filters"]["outcome"] == ["success"]
+    assert event.detail["rows"]["PromptMemoryEntries"] == len(rows["PromptMemoryEntries"])
     out = tmp_path / "command.db"
     export(out, "--from", page, "--query", "outcome=success", "--no-media")
     assert masked_rows(rows) == masked_rows(table_rows(out))
