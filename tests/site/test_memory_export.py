@@ -289,8 +289,16 @@ def test_the_exported_piece_values_are_byte_exact(tmp_path: Path) -> None:
     ]
     labels = {"operation": "op\u202e", "k\x00": "v'\""}
     result = f.attack_result(conversation_id="hostile", labels=labels, objective=hostile[0])
+    metadata = {"note\u202e": hostile[3], "n": 1.0}
+    score = f.score(
+        message_piece_id=pieces[0]["id"],
+        score_rationale=hostile[0] + hostile[1],
+        score_metadata=metadata,
+        objective=hostile[4],
+    )
     report = ingest_batch(
-        {"message_pieces": pieces, "attack_results": [result]}, writer=Writer.trusted()
+        {"message_pieces": pieces, "scores": [score], "attack_results": [result]},
+        writer=Writer.trusted(),
     )
     assert all(o.ok for o in report.outcomes), [o.errors for o in report.outcomes]
     out = tmp_path / "hostile.db"
@@ -303,6 +311,12 @@ def test_the_exported_piece_values_are_byte_exact(tmp_path: Path) -> None:
     (stored,) = rows["AttackResultEntries"]
     assert stored["objective"] == hostile[0]
     assert json.loads(stored["labels"]) == labels
+    (scored,) = rows["ScoreEntries"]
+    assert scored["score_rationale"] == hostile[0] + hostile[1]
+    assert scored["objective"] == hostile[4]
+    stored_metadata = json.loads(scored["score_metadata"])
+    assert stored_metadata == metadata
+    assert isinstance(stored_metadata["n"], float)  # 1.0 stays a float
 
 
 # --- what the slice holds ---------------------------------------------------------------------
