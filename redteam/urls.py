@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from redteam.site import views
+from redteam.site import export_views, views
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -15,6 +15,17 @@ urlpatterns = [
     path("health/", views.health, name="health"),
     path("api/", include("redteam.site.api_urls")),
     path("seeds/", include("seeds.urls")),
+    # The list pages' "Export as PyRIT memory" downloads (their filters in the query string).
+    path(
+        "conversations/export/pyrit-memory/",
+        export_views.conversations_memory,
+        name="export_memory_conversations",
+    ),
+    path(
+        "attack-results/export/pyrit-memory/",
+        export_views.attack_results_memory,
+        name="export_memory_attack_results",
+    ),
     path("", include("memory.urls")),
     path("", include("scoring.urls")),
     path("", views.home, name="home"),

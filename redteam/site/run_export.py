@@ -40,7 +40,14 @@ from memory.export import (
     export_pieces_with_scores,
     export_score,
 )
-from memory.models import AttackResult, Conversation, ConversationReference, MessagePiece, Score
+from memory.models import (
+    AttackResult,
+    Conversation,
+    ConversationReference,
+    MessagePiece,
+    ScenarioResult,
+    Score,
+)
 from memory.querysets import (
     attack_results_for_export,
     conversations_for_export,
@@ -51,7 +58,18 @@ from redteam.common.access import Scope
 from seeds.api.views import export_seed
 from seeds.models import Seed
 
-__all__ = ["RUN_SECTIONS", "RunSelection", "select_run", "write_run"]
+__all__ = [
+    "RUN_SECTIONS",
+    "RunSelection",
+    "chunked",
+    "note_result",
+    "scenarios_of",
+    "score_row",
+    "seeds_of",
+    "select_conversations",
+    "select_run",
+    "write_run",
+]
 
 # Conversations exported per round trip: bounds memory for very large runs.
 CONVERSATIONS_PER_CHUNK = 200
@@ -85,9 +103,18 @@ class RunSelection:
 def select_run(pieces: QuerySet[MessagePiece] | None, *, scope: Scope) -> RunSelection:
     """The run of the filtered pieces (None: every row) within the scope's operations; one
     query per related hop."""
+    if pieces is None:
+        return select_conversations(None, scope=scope)
+    ids = pieces.order_by().values_list("conversation_id", flat=True).distinct()
+    return select_conversations(ids, scope=scope)
+
+
+def select_conversations(conversation_ids: Iterable[str] | None, *, scope: Scope) -> RunSelection:
+    """The run of these conversations (None: every row) within the scope's operations, with
+    the conversations their attack results name as related; one query per related hop."""
     conversations = Conversation.objects.visible_to(scope)
-    if pieces is not None:
-        selected = set(pieces.order_by().values_list("conversation_id", flat=True).distinct())
+    if conversation_ids is not None:
+        selected = set(conversation_ids)
         frontier = set(selected)
         for _ in range(MAX_RELATED_DEPTH):
             if not frontier:
@@ -104,7 +131,7 @@ def select_run(pieces: QuerySet[MessagePiece] | None, *, scope: Scope) -> RunSel
     ordered = conversations.order_by("first_timestamp", "conversation_id").values_list(
         "conversation_id", flat=True
     )
-    return RunSelection(conversation_ids=list(ordered), whole=pieces is None, scope=scope)
+    return RunSelection(conversation_ids=list(ordered), whole=conversation_ids is None, scope=scope)
 
 
 def _conversations(selection: RunSelection) -> Iterator[dict[str, Any]]:
@@ -126,7 +153,7 @@ def _pieces(selection: RunSelection) -> Iterator[dict[str, Any]]:
         )
 
 
-def _chunked(query: QuerySet[Any], size: int = ROWS_PER_CHUNK) -> Iterator[list[Any]]:
+def chunked(query: QuerySet[Any], size: int = ROWS_PER_CHUNK) -> Iterator[list[Any]]:
     """A whole ordered table, `size` rows per query (keyset on the primary key)."""
     last: Any = None
     while True:
@@ -138,7 +165,7 @@ def _chunked(query: QuerySet[Any], size: int = ROWS_PER_CHUNK) -> Iterator[list[
         last = rows[-1].pk
 
 
-def _score_row(score: Score) -> dict[str, Any]:
+def score_row(score: Score) -> dict[str, Any]:
     """A score's 1.x dict; a content_entry score carries the loose text it names
     (``scorable_content``), so the receiving server stores the text too."""
     row = export_score(score, "1.x")
@@ -161,15 +188,15 @@ def _scores(selection: RunSelection) -> Iterator[dict[str, Any]]:
         .select_related("scorer_dump", "loose_content")
     )
     if selection.whole:
-        for rows in _chunked(scores):
-            yield from (_score_row(s) for s in rows)
+        for rows in chunked(scores):
+            yield from (score_row(s) for s in rows)
         return
     for chunk in selection.chunks():
         prompt_ids = MessagePiece.objects.filter(conversation_id__in=chunk).values(
             "original_prompt_id"
         )
         linked = scores.filter(message_piece_id__in=prompt_ids).order_by("timestamp", "id")
-        yield from (_score_row(s) for s in linked)
+        yield from (score_row(s) for s in linked)
 
 
 def _seed_sha256s(dump: Any) -> Iterator[str]:
@@ -186,19 +213,24 @@ def _seed_sha256s(dump: Any) -> Iterator[str]:
             stack.extend(child if isinstance(child, list) else [child])
 
 
+def note_result(row: dict[str, Any], selection: RunSelection) -> None:
+    """Remember the seeds and the scenario an exported (1.x) attack result names."""
+    selection.seed_sha256s.update(_seed_sha256s(row["atomic_attack_identifier"]))
+    if row.get("attribution_parent_id"):
+        selection.scenario_ids.add(row["attribution_parent_id"])
+
+
 def _results_in(rows: Iterable[AttackResult], selection: RunSelection) -> list[dict[str, Any]]:
     exported = export_attack_results(rows, "1.x", scope=selection.scope)
     for row in exported:
-        selection.seed_sha256s.update(_seed_sha256s(row["atomic_attack_identifier"]))
-        if row.get("attribution_parent_id"):
-            selection.scenario_ids.add(row["attribution_parent_id"])
+        note_result(row, selection)
     return exported
 
 
 def _attack_results(selection: RunSelection) -> Iterator[dict[str, Any]]:
     results_query = attack_results_for_export(selection.scope)
     if selection.whole:
-        for rows in _chunked(results_query):
+        for rows in chunked(results_query):
             yield from _results_in(rows, selection)
         return
     for chunk in selection.chunks():
@@ -206,33 +238,47 @@ def _attack_results(selection: RunSelection) -> Iterator[dict[str, Any]]:
         yield from _results_in(results.order_by("timestamp", "attack_result_id"), selection)
 
 
-def _scenario_results(selection: RunSelection) -> Iterator[dict[str, Any]]:
-    """Scenario results (their attack results embedded), SCENARIOS_PER_CHUNK per round trip:
-    every one, or those the run's attack results belong to."""
+def scenarios_of(selection: RunSelection) -> QuerySet[ScenarioResult] | None:
+    """The scenario results of the run (None: none): every one, or those its attack results
+    belong to."""
     scenarios = scenario_results_for_export(selection.scope)
-    if not selection.whole:
-        wanted = []
-        for value in sorted(selection.scenario_ids):
-            try:
-                wanted.append(uuid.UUID(value))
-            except ValueError:
-                continue  # attribution_parent_id is free text; only UUIDs name scenarios
-        if not wanted:
-            return
-        scenarios = scenarios.filter(pk__in=wanted)
-    for rows in _chunked(scenarios, SCENARIOS_PER_CHUNK):
+    if selection.whole:
+        return scenarios
+    wanted = []
+    for value in sorted(selection.scenario_ids):
+        try:
+            wanted.append(uuid.UUID(value))
+        except ValueError:
+            continue  # attribution_parent_id is free text; only UUIDs name scenarios
+    return scenarios.filter(pk__in=wanted) if wanted else None
+
+
+def _scenario_results(selection: RunSelection) -> Iterator[dict[str, Any]]:
+    """Scenario results (their attack results embedded), SCENARIOS_PER_CHUNK per round trip."""
+    scenarios = scenarios_of(selection)
+    if scenarios is None:
+        return
+    for rows in chunked(scenarios, SCENARIOS_PER_CHUNK):
         yield from export_scenarios_page(rows, "1.x", scope=selection.scope, max_results=None)
 
 
-def _seeds(selection: RunSelection) -> Iterator[dict[str, Any]]:
+def seeds_of(selection: RunSelection) -> QuerySet[Seed] | None:
+    """The seeds of the run (None: none)."""
     seeds = Seed.objects.select_related("group")
     # Seeds belong to no operation: a run of some operations carries the seeds its results
     # name, a run of everything the whole library.
     if not (selection.whole and selection.scope.everything):
         if not selection.seed_sha256s:
-            return
+            return None
         seeds = seeds.filter(value_sha256__in=sorted(selection.seed_sha256s))
-    for rows in _chunked(seeds):
+    return seeds
+
+
+def _seeds(selection: RunSelection) -> Iterator[dict[str, Any]]:
+    seeds = seeds_of(selection)
+    if seeds is None:
+        return
+    for rows in chunked(seeds):
         yield from (export_seed(s, "1.x") for s in rows)
 
 

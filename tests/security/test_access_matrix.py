@@ -115,6 +115,9 @@ CLASSIFIED: dict[str, tuple[str, str]] = {
     "scoring:attack_result_list": ("page_read", "GET"),
     # The list's human verdicts as PyRIT's human-labeled CSV: who may read the list.
     "scoring:human_labels": ("page_read", "GET"),
+    # The list pages' "Export as PyRIT memory" downloads: the viewer's rows, as the pages.
+    "export_memory_conversations": ("page_read", "GET"),
+    "export_memory_attack_results": ("page_read", "GET"),
     "scoring:attack_result_detail": ("page_read", "GET"),
     "scoring:verdict": ("page_verdict", "POST"),
     "scoring:objective_detail": ("page_read", "GET"),

@@ -19,9 +19,13 @@ Then:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import json
+import pathlib
+import sqlite3
 import uuid
+import zipfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +35,7 @@ from django.contrib.auth.models import Permission
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.test import Client
+from django.urls import reverse
 
 from memory.models import (
     AttackResult,
@@ -515,4 +520,52 @@ def test_alpha_export_holds_nothing_of_bravo(world: World) -> None:
     exported = {c["conversation_id"] for c in run["conversations"]}
     assert world.alpha.main_conversation in exported
     assert exported <= set(world.alpha.conversation_ids)
+    assert world.alpha.main_result in text
+
+
+def test_alpha_pyrit_memory_downloads_hold_nothing_of_bravo(
+    world: World, tmp_path: pathlib.Path
+) -> None:
+    """The list pages' "Export as PyRIT memory" zips, opened: every row of every table of the
+    memory file, and the media beside it, are alpha's (or shared)."""
+    world.add_bravo()
+    forbidden = bravo_only_strings()
+    client = world.client("reviewer")
+    for name in ("export_memory_conversations", "export_memory_attack_results"):
+        for shape in ("1.x", "0.13"):
+            response = client.get(reverse(name), {"shape": shape})
+            assert response.status_code == 200
+            archive = zipfile.ZipFile(io.BytesIO(response.getvalue()))
+            folder = tmp_path / f"{name}-{shape}"
+            archive.extractall(folder)
+            conn = sqlite3.connect(folder / "pyrit_memory.db")
+            tables = [
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            ]
+            text = json.dumps({t: conn.execute(f'SELECT * FROM "{t}"').fetchall() for t in tables})
+            conversations = {
+                r[0] for r in conn.execute('SELECT conversation_id FROM "PromptMemoryEntries"')
+            }
+            conn.close()
+            assert leaks("/", Answer(200, text), forbidden) == [], (name, shape)
+            assert world.alpha.main_conversation in conversations
+            assert conversations <= set(world.alpha.conversation_ids)
+            for member in archive.namelist():
+                if member.startswith("media/"):
+                    digest = hashlib.sha256(archive.read(member)).hexdigest()
+                    assert member.removeprefix("media/").startswith(digest)
+                    assert digest not in forbidden
+
+
+def test_alpha_pyrit_memory_export_command_holds_nothing_of_bravo(
+    world: World, tmp_path: pathlib.Path
+) -> None:
+    world.add_bravo()
+    out = tmp_path / "alpha.db"
+    call_command("export_pyrit_memory", "-o", str(out), "--operation", ALPHA, stdout=io.StringIO())
+    conn = sqlite3.connect(out)
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    text = json.dumps({t: conn.execute(f'SELECT * FROM "{t}"').fetchall() for t in tables})
+    conn.close()
+    assert leaks("/", Answer(200, text), bravo_only_strings()) == []
     assert world.alpha.main_result in text
