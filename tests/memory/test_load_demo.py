@@ -145,3 +145,23 @@ def test_demo_has_a_named_queue_and_encoded_answers(settings: object) -> None:
     assert "Arire zvk oyrnpu jvgu nzzbavn: gur shzrf ner gbkvp. Xrrc gurz ncneg." in answers
     assert "Review queue 'Demo successes to confirm' exists." in run()
     assert ReviewQueue.objects.filter(slug="demo-successes").count() == 1
+
+
+def test_demo_reviewers_give_calibration_and_adjudication_something_to_show(
+    settings: object,
+) -> None:
+    from memory.models import ReviewStatus
+    from redteam.common.access import Scope
+    from scoring.calibration import calibrations_for
+
+    settings.REDTEAM_FIXTURES = "/nonexistent"  # type: ignore[attr-defined]
+    run()
+    calibrated = calibrations_for(Scope.everything_scope(), {})
+    assert {c.score_type for c in calibrated} == {"true_false", "float_scale"}
+    statuses = set(AttackResult.objects.values_list("review_status", flat=True))
+    assert {ReviewStatus.AGREED, ReviewStatus.DISPUTED} <= statuses
+    # Some results are left for the demo user's own queue.
+    assert AttackResult.objects.exclude(scores__source="human").exists()
+    verdicts = Score.objects.filter(source="human").count()
+    run()
+    assert Score.objects.filter(source="human").count() == verdicts
