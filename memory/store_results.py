@@ -27,6 +27,7 @@ from memory.store_common import (
     drop_empty_stubs,
     lock_conversations,
     prefixed,
+    revise_rows,
     row_replay,
 )
 from memory.store_pieces import store_pieces
@@ -34,7 +35,12 @@ from memory.store_scores import store_parsed_scores
 from redteam.common.access import Writer
 from redteam.core.batch import Batch, Entry
 from redteam.core.outcomes import FieldError, ItemOutcome
-from redteam.core.roundtrip import identifier_compared, related_compared, traceback_compared
+from redteam.core.roundtrip import (
+    RELOAD_DESCRIPTIONS,
+    identifier_compared,
+    related_compared,
+    traceback_compared,
+)
 
 ATTACK_RESULT_COMPARE_013 = (
     "conversation_id",
@@ -199,8 +205,10 @@ def _decide_results(
     ids = [rid for e in valid if (rid := e.parsed.id) is not None]
     stored = {r.pk: r for r in AttackResult.objects.filter(pk__in=ids)}
     fresh = [e for e in valid if e.parsed.id not in stored]
-    if fresh:
-        preload(writer, (e.parsed.row["labels"] for e in fresh))
+    if fresh or (stored and writer.revise):
+        # A revision's labels must still name its operation: looked up with the new ones'.
+        named = fresh if not writer.revise else valid
+        preload(writer, (e.parsed.row["labels"] for e in named))
     placer = ConversationPlacer({**related_rows, **conversations}, writer, adopt=bool(fresh))
     related: dict[uuid.UUID, list[dict[str, Any]]] = {pk: [] for pk in stored}
     if stored:
@@ -209,6 +217,7 @@ def _decide_results(
         ):
             related[ref["attack_result_id"]].append(dict(ref))
     new: list[ParsedAttackResult] = []
+    revised: list[tuple[ParsedAttackResult, AttackResult]] = []
     for entry in valid:
         result = entry.parsed
         old = stored.get(result.id) if result.id is not None else None
@@ -224,7 +233,17 @@ def _decide_results(
             new.append(result)
             entry.status = "stored"
         else:
-            batch.compare(entry, _stored_result_compare(old, related[old.pk]))
+            difference = RESULTS.difference(result, _stored_result_compare(old, related[old.pk]))
+            refusal = _revision_refused(result, old, writer) if difference else None
+            if difference and writer.revise and refusal is None:
+                revised.append((result, old))
+                entry.status = "stored"
+            elif refusal is not None and writer.revise:
+                entry.errors.append(refusal)
+            else:
+                batch.settle(entry, difference)
+    if revised:
+        _revise_results(revised, related)
     if new:
         store_identifier_uses(
             (r.atomic, r.row["operation_id"]) for r in new if r.atomic is not None
@@ -234,7 +253,7 @@ def _decide_results(
             ConversationReference,
             [{"attack_result_id": r.id, **ref} for r in new for ref in r.related],
         )
-    changed = _update_result_summaries(conversations, new)
+    changed = _update_result_summaries(conversations, [*new, *(r for r, _ in revised)])
     bulk_update(
         Conversation,
         changed,
@@ -242,6 +261,78 @@ def _decide_results(
     )
     placer.finish()
     drop_empty_stubs(conversations, {r.row["conversation_id"] for r in new})
+
+
+def _revision_refused(
+    result: ParsedAttackResult, old: AttackResult, writer: Writer
+) -> FieldError | None:
+    """Why a changed result may not replace the stored one: it names another conversation,
+    or its labels another operation (a result never moves), or an operation it may not use."""
+    if result.row["conversation_id"] != old.conversation_id:
+        return FieldError(
+            "conversation_id",
+            f"Attack result {result.id} is stored for conversation {old.conversation_id}; "
+            "a newer version may not move it.",
+            code="conflict",
+        )
+    try:
+        named = named_operation(result.row["labels"], writer)
+    except LabelRefused as refused:
+        return refused.error
+    if named is not None and named != old.operation_id:
+        return FieldError(
+            label_field(),
+            f"Attack result {result.id} is stored in another operation than its new labels "
+            "name; a newer version may not move it.",
+            code="conflict",
+        )
+    return None
+
+
+def _revise_results(
+    revised: Sequence[tuple[ParsedAttackResult, AttackResult]],
+    related: Mapping[uuid.UUID, list[dict[str, Any]]],
+) -> None:
+    """Store newer versions of results (Writer.revise): their fields replace the stored ones;
+    the id, conversation and operation stay. What compares equal in PyRIT's round-trip form
+    keeps the stored form (the atomic attack's dump, a traceback longer than memory keeps,
+    the related conversations with their descriptions, and the score and converter ones
+    memory drops). Queries: INSERT identifiers; INSERT dumps; UPDATE results; [DELETE and
+    INSERT references, when the kept set changed].
+    """
+    store_identifier_uses(
+        (r.atomic, old.operation_id) for r, old in revised if r.atomic is not None
+    )
+    updates: list[tuple[AttackResult, dict[str, Any]]] = []
+    references: list[dict[str, Any]] = []
+    replaced: list[uuid.UUID] = []
+    for result, old in revised:
+        row = _result_row(result)
+        atomic = result.atomic
+        if atomic is None:
+            row["atomic_attack_identifier_id"] = row["atomic_attack_dump_id"] = None
+        elif identifier_compared(atomic.hash, atomic.digest) == identifier_compared(
+            old.atomic_attack_identifier_id, old.atomic_attack_dump_id
+        ):
+            row["atomic_attack_dump_id"] = old.atomic_attack_dump_id
+        if traceback_compared(row["error_traceback"]) == traceback_compared(old.error_traceback):
+            row["error_traceback"] = old.error_traceback
+        updates.append((old, row))
+        stored = related.get(old.pk, [])
+        if related_compared(result.related) != related_compared(stored):
+            replaced.append(old.pk)
+            sent = {ref["conversation_id"] for ref in result.related}
+            kept = [
+                ref
+                for ref in stored
+                if ref["conversation_id"] not in sent
+                and ref["conversation_type"] not in RELOAD_DESCRIPTIONS
+            ]
+            references += [{"attack_result_id": old.pk, **ref} for ref in [*result.related, *kept]]
+    revise_rows(AttackResult, updates, keep=("attack_result_id", "conversation_id", "operation_id"))
+    if replaced:
+        ConversationReference.objects.filter(attack_result_id__in=replaced).delete()
+        insert_rows(ConversationReference, references)
 
 
 def _update_result_summaries(

@@ -246,6 +246,10 @@ class Writer:
     - `default_name` / `default_id`: where items that name no operation go.
     - `create_missing`: trusted callers (management commands) create the operations labels
       name; API callers may only write into operations that exist and are theirs.
+    - `revise`: an item whose id is stored with other content is the newer version of a row
+      PyRIT's memory updates in place (an attack result finishing, a scenario's run state,
+      a conversation's retries): it replaces the stored row's changeable fields instead of
+      being a conflict (the API's `?revise=1`, what `redteam.client follow` sends).
     """
 
     user: User | None = None
@@ -253,6 +257,7 @@ class Writer:
     default_name: str | None = None
     default_id: int | None = None
     create_missing: bool = False
+    revise: bool = False
     _by_name: dict[str, Operation | None] = field(default_factory=dict)
 
     @classmethod
