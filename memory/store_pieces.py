@@ -263,9 +263,10 @@ def _update_piece_summaries(
 
 
 def store_pieces(
-    parsed: Sequence[ParsedPiece], writer: Writer, *, prefix: str = ""
+    parsed: Sequence[ParsedPiece], writer: Writer, *, prefix: str = "", embedded: bool = False
 ) -> list[ItemOutcome]:
-    """Store parsed pieces; the query count does not depend on len(parsed).
+    """Store parsed pieces; the query count does not depend on len(parsed). `embedded`:
+    copies inside another item (a result's last response), which never replace a stored piece.
 
     Queries: INSERT conversation stubs; SELECT conversations FOR UPDATE; SELECT stored
     pieces (same ids, or same conversation+sequence); [SELECT their converters, only when
@@ -304,7 +305,7 @@ def store_pieces(
                     e.errors.append(FieldError(None, SIBLING_REJECTED))
 
     if candidates:
-        _decide_pieces(batch, candidates, groups, writer, prefix)
+        _decide_pieces(batch, candidates, groups, writer, prefix, embedded)
     return batch.outcomes()
 
 
@@ -314,6 +315,7 @@ def _decide_pieces(
     groups: Mapping[tuple[str, int], list[Entry[ParsedPiece]]],
     writer: Writer,
     prefix: str,
+    embedded: bool,
 ) -> None:
     """Compare candidates with stored rows, then insert the new ones (see store_pieces)."""
     conversation_ids = {e.parsed.row["conversation_id"] for e in candidates}
@@ -359,10 +361,14 @@ def _decide_pieces(
             continue
         if old is not None:
             old_values = _stored_piece_compare(old, stored_converters[old.id])
-            if writer.revise and _revisable(piece, old, old_values):
+            if writer.revise is not None and _revisable(piece, old, old_values):
                 refusal = _revision_refused(piece, old, writer, prefix)
                 if refusal is not None:
                     entry.errors.append(refusal)
+                elif embedded or not writer.supersedes(old.revision):
+                    # A copy inside another item, or a version older than the stored one (a
+                    # request that arrived late): the stored piece stays.
+                    entry.status = "unchanged"
                 else:
                     revised.append((piece, old))
                     entry.status = "stored"
@@ -406,6 +412,7 @@ def _decide_pieces(
     new = [e.parsed for e in candidates if e.status == "new"]
     for e in candidates:
         if e.status == "new":
+            e.parsed.row["revision"] = writer.revise
             e.status = "stored"
     # Candidates are in request order within each message, so new pieces keep that order.
     for piece in new:
@@ -438,7 +445,10 @@ def _decide_pieces(
     if revised:
         revise_rows(
             MessagePiece,
-            [(old, {k: p.row[k] for k in PIECE_REVISED}) for p, old in revised],
+            [
+                (old, {**{k: p.row[k] for k in PIECE_REVISED}, "revision": writer.revise})
+                for p, old in revised
+            ],
             keep=(),
         )
         changed += _revised_labels(conversations, revised, {c.pk for c in changed})
@@ -543,10 +553,14 @@ def store_conversations(
                 "retries": conv.retries,
             }
             difference = batch.replay.difference(conv_item, old)
-            if difference is None or not writer.revise:
+            if difference is None or writer.revise is None:
                 batch.settle(entry, difference)
                 continue
+            if not writer.supersedes(conv.revision):
+                entry.status = "unchanged"  # older than the stored version: kept as is
+                continue
             # A newer version (Writer.revise): PyRIT appends retries to the row in place.
+            conv.revision = writer.revise
             if difference != "target_identifier":
                 conv.retries = conv_item.row["retries"]
                 conv.updated_at = now
@@ -555,6 +569,7 @@ def store_conversations(
                 continue
         # Undeclared rows were created from pieces or results: the declaration fills them.
         conv.declared = True
+        conv.revision = writer.revise
         conv.retries = conv_item.row["retries"]
         conv.pyrit_version = conv_item.row["pyrit_version"]
         conv.target_identifier_id = conv_item.target.hash if conv_item.target else None
@@ -570,7 +585,15 @@ def store_conversations(
     bulk_update(
         Conversation,
         changed,
-        ["declared", "retries", "pyrit_version", "target_identifier", "target_dump", "updated_at"],
+        [
+            "declared",
+            "retries",
+            "pyrit_version",
+            "target_identifier",
+            "target_dump",
+            "revision",
+            "updated_at",
+        ],
     )
     placer.finish()
     drop_empty_stubs(conversations, set())

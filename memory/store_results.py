@@ -122,7 +122,9 @@ def _embedded(valid: Sequence[Entry[ParsedAttackResult]], writer: Writer) -> Non
     """Store each result's last_response piece and last_score; a rejection rejects the result."""
     with_piece = [(e, p) for e in valid if (p := e.parsed.last_response) is not None]
     if with_piece:
-        outcomes = store_pieces([p for _, p in with_piece], writer, prefix="last_response.")
+        outcomes = store_pieces(
+            [p for _, p in with_piece], writer, prefix="last_response.", embedded=True
+        )
         for (entry, _), outcome in zip(with_piece, outcomes, strict=True):
             if outcome.status == "rejected":
                 entry.errors.extend(prefixed(outcome.errors, "last_response."))
@@ -154,14 +156,15 @@ def store_attack_results(
 
 
 def store_parsed_attack_results(
-    parsed: Sequence[ParsedAttackResult], writer: Writer
+    parsed: Sequence[ParsedAttackResult], writer: Writer, *, embedded: bool = False
 ) -> list[ItemOutcome]:
-    """Store already-parsed attack results (also the hook scenario results use)."""
+    """Store already-parsed attack results (also the hook scenario results use, with
+    `embedded`: copies inside another item never replace a stored result)."""
     batch = Batch.of(RESULTS, parsed)
     if valid := batch.pending():
         _embedded(valid, writer)
     if valid := batch.pending():
-        _decide_results(batch, valid, writer)
+        _decide_results(batch, valid, writer, embedded)
     return batch.outcomes()
 
 
@@ -178,7 +181,10 @@ def _place_result(result: ParsedAttackResult, placer: ConversationPlacer, writer
 
 
 def _decide_results(
-    batch: Batch[ParsedAttackResult], valid: Sequence[Entry[ParsedAttackResult]], writer: Writer
+    batch: Batch[ParsedAttackResult],
+    valid: Sequence[Entry[ParsedAttackResult]],
+    writer: Writer,
+    embedded: bool,
 ) -> None:
     """Compare with stored results, insert the new ones and refresh conversation summaries."""
     latest = AttackResult.objects.filter(conversation_id=OuterRef("pk")).order_by(
@@ -205,10 +211,10 @@ def _decide_results(
     ids = [rid for e in valid if (rid := e.parsed.id) is not None]
     stored = {r.pk: r for r in AttackResult.objects.filter(pk__in=ids)}
     fresh = [e for e in valid if e.parsed.id not in stored]
-    if fresh or (stored and writer.revise):
+    revising = writer.revise is not None
+    if fresh or (stored and revising):
         # A revision's labels must still name its operation: looked up with the new ones'.
-        named = fresh if not writer.revise else valid
-        preload(writer, (e.parsed.row["labels"] for e in named))
+        preload(writer, (e.parsed.row["labels"] for e in (valid if revising else fresh)))
     placer = ConversationPlacer({**related_rows, **conversations}, writer, adopt=bool(fresh))
     related: dict[uuid.UUID, list[dict[str, Any]]] = {pk: [] for pk in stored}
     if stored:
@@ -230,18 +236,23 @@ def _decide_results(
             except LabelRefused as refused:
                 entry.errors.append(refused.error)
                 continue
+            result.row["revision"] = writer.revise
             new.append(result)
             entry.status = "stored"
         else:
             difference = RESULTS.difference(result, _stored_result_compare(old, related[old.pk]))
-            refusal = _revision_refused(result, old, writer) if difference else None
-            if difference and writer.revise and refusal is None:
+            if difference is None or not revising:
+                batch.settle(entry, difference)
+            elif (refusal := _revision_refused(result, old, writer)) is not None:
+                entry.errors.append(refusal)
+            elif embedded or not writer.supersedes(old.revision):
+                # A copy inside another item, or a version older than the stored one (a
+                # request that arrived late): the stored row stays.
+                entry.status = "unchanged"
+            else:
+                result.row["revision"] = writer.revise
                 revised.append((result, old))
                 entry.status = "stored"
-            elif refusal is not None and writer.revise:
-                entry.errors.append(refusal)
-            else:
-                batch.settle(entry, difference)
     if revised:
         _revise_results(revised, related)
     if new:

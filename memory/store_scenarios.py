@@ -160,7 +160,7 @@ def _store_embedded(valid: Sequence[Entry[ParsedScenarioResult]], writer: Writer
             items.append(result)
     if not items:
         return
-    outcomes = store_parsed_attack_results(items, writer)
+    outcomes = store_parsed_attack_results(items, writer, embedded=True)
     for (entry, path), outcome in zip(owners, outcomes, strict=True):
         if outcome.status == "rejected":
             entry.errors.extend(prefixed(outcome.errors, path))
@@ -185,8 +185,9 @@ def store_scenario_results(
         return batch.outcomes()
     stored = {s.pk: s for s in ScenarioResult.objects.filter(pk__in=[e.parsed.id for e in valid])}
     fresh = [e for e in valid if e.parsed.id not in stored]
-    if fresh or (stored and writer.revise):
-        preload(writer, (e.parsed.row["labels"] for e in (valid if writer.revise else fresh)))
+    revising = writer.revise is not None
+    if fresh or (stored and revising):
+        preload(writer, (e.parsed.row["labels"] for e in (valid if revising else fresh)))
     new: list[ParsedScenarioResult] = []
     revised: list[tuple[ParsedScenarioResult, ScenarioResult]] = []
     for entry in valid:
@@ -204,17 +205,21 @@ def store_scenario_results(
             except LabelRefused as refused:
                 entry.errors.append(refused.error)
                 continue
+            scenario.row["revision"] = writer.revise
             new.append(scenario)
             entry.status = "stored"
         elif (difference := SCENARIOS.difference(scenario, _stored_compare(old))) is None:
             entry.status = "unchanged"
-        elif writer.revise and (refusal := _revision_refused(scenario, old, writer)) is not None:
+        elif not revising:
+            batch.settle(entry, difference)
+        elif (refusal := _revision_refused(scenario, old, writer)) is not None:
             entry.errors.append(refusal)
-        elif writer.revise:
+        elif not writer.supersedes(old.revision):
+            entry.status = "unchanged"  # a version older than the stored one: kept as is
+        else:
+            scenario.row["revision"] = writer.revise
             revised.append((scenario, old))
             entry.status = "stored"
-        else:
-            batch.settle(entry, difference)
     if revised:
         store_identifier_uses(
             (use, old.operation_id)

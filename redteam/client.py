@@ -948,8 +948,9 @@ class RedteamClient:
         # the key's default operation.
         self.operation = operation
         # Items already stored with other content are newer versions of rows PyRIT updates in
-        # place (the server's ?revise=1), as when following a memory file; else conflicts.
+        # place (the server's ?revise=STAMP), as when following a memory file; else conflicts.
         self.revise = revise
+        self._last_stamp = 0
         self._sleep = sleep
         self._conn: http.client.HTTPConnection | None = None
 
@@ -1315,10 +1316,17 @@ class RedteamClient:
     def _ingest_params(self, atomic: bool) -> dict[str, str] | None:
         params = {"atomic": "1"} if atomic else {}
         if self.revise:
-            params["revise"] = "1"
+            params["revise"] = str(self._stamp())
         if self.operation is not None:
             params["operation"] = self.operation
         return params or None
+
+    def _stamp(self) -> int:
+        """A revision stamp larger than every earlier one of this client: nanoseconds since the
+        epoch. A request that reaches the server late (sent by a follower killed since) then
+        carries a smaller stamp than what its successor stored, and the newer version stays."""
+        self._last_stamp = max(time.time_ns(), self._last_stamp + 1)
+        return self._last_stamp
 
     def _send_batch(self, batch: Batch, atomic: bool, result: PushResult) -> None:
         payload = {kind: [item for _, item in entries] for kind, entries in batch.items()}

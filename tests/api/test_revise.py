@@ -32,8 +32,8 @@ pytestmark = pytest.mark.django_db
 INGEST = "/api/v1/ingest/"
 
 
-def _post(api: APIClient, payload: dict[str, Any], revise: bool = True) -> dict[str, Any]:
-    url = f"{INGEST}?revise=1" if revise else INGEST
+def _post(api: APIClient, payload: dict[str, Any], revise: int | None = 1) -> dict[str, Any]:
+    url = f"{INGEST}?revise={revise}" if revise is not None else INGEST
     response = api.post(url, payload, format="json")
     assert response.status_code in (200, 207), response.content
     body: dict[str, Any] = response.json()
@@ -73,9 +73,9 @@ def test_a_finished_result_is_a_conflict_without_revise_and_the_newer_version_wi
     api: APIClient,
 ) -> None:
     run = _run()
-    _post(api, run, revise=False)
+    _post(api, run, revise=None)
     done = _finished(run["attack_results"][0])
-    refused = _post(api, {"attack_results": [done]}, revise=False)
+    refused = _post(api, {"attack_results": [done]}, revise=None)
     assert refused["items"][0]["errors"][0]["code"] == "conflict"
 
     body = _post(api, {"attack_results": [done]})
@@ -144,7 +144,7 @@ def test_a_conversation_takes_its_new_retries(api: APIClient) -> None:
         api, {"conversations": [declared], "message_pieces": factories.conversation_pieces(2, cid)}
     )
     retried = dict(declared, retries=[{"sequence": 1, "reason": "json_parsing"}])
-    refused = _post(api, {"conversations": [retried]}, revise=False)
+    refused = _post(api, {"conversations": [retried]}, revise=None)
     assert refused["items"][0]["errors"][0]["code"] == "conflict"
     assert _statuses(_post(api, {"conversations": [retried]})) == ["stored"]
     assert Conversation.objects.get(pk=cid).retries == retried["retries"]
@@ -154,12 +154,50 @@ def test_a_scenario_takes_its_new_run_state(api: APIClient) -> None:
     completed = scenario_rows()[0]
     running = dict(completed, scenario_run_state="IN_PROGRESS", completion_time=None)
     _post(api, {"scenario_results": [running]})
-    refused = _post(api, {"scenario_results": [completed]}, revise=False)
+    refused = _post(api, {"scenario_results": [completed]}, revise=None)
     assert refused["items"][0]["errors"][0]["code"] == "conflict"
     assert _statuses(_post(api, {"scenario_results": [completed]})) == ["stored"]
     stored = ScenarioResult.objects.get(pk=completed["id"])
     assert stored.scenario_run_state == completed["scenario_run_state"]
     assert _statuses(_post(api, {"scenario_results": [completed]})) == ["unchanged"]
+
+
+def test_a_version_that_arrives_after_a_newer_one_is_kept_out(api: APIClient) -> None:
+    """A request sent before a newer one but stored after it (its sender was killed while
+    the server still worked on it) carries the smaller stamp: the newer version stays."""
+    run = _run()
+    _post(api, run, revise=100)
+    done = _finished(run["attack_results"][0])
+    assert _statuses(_post(api, {"attack_results": [done]}, revise=300)) == ["stored"]
+    late = dict(run["attack_results"][0], outcome="failure")
+    assert _statuses(_post(api, {"attack_results": [late]}, revise=200)) == ["unchanged"]
+    assert AttackResult.objects.get(pk=done["attack_result_id"]).outcome == "success"
+    piece = run["message_pieces"][0]
+    _post(api, {"message_pieces": [dict(piece, prompt_metadata={"v": 2})]}, revise=300)
+    _post(api, {"message_pieces": [dict(piece, prompt_metadata={"v": 1})]}, revise=200)
+    assert MessagePiece.objects.get(pk=piece["id"]).prompt_metadata == {"v": 2}
+
+
+def test_a_copy_inside_a_result_never_replaces_the_piece(api: APIClient) -> None:
+    run = _run()
+    answer = run["message_pieces"][1]
+    _post(
+        api,
+        {
+            **run,
+            "message_pieces": [run["message_pieces"][0], dict(answer, prompt_metadata={"v": 2})],
+        },
+    )
+    stale = _finished(run["attack_results"][0])
+    stale["last_response"] = dict(answer, prompt_metadata={"v": 1})
+    assert _statuses(_post(api, {"attack_results": [stale]}, revise=5)) == ["stored"]
+    assert MessagePiece.objects.get(pk=answer["id"]).prompt_metadata == {"v": 2}
+
+
+def test_a_bad_stamp_is_a_400(api: APIClient) -> None:
+    for bad in ("yes", "-1", str(2**63)):
+        response = api.post(f"{INGEST}?revise={bad}", {}, format="json")
+        assert response.status_code == 400, bad
 
 
 def _revision_queries(api: APIClient, n: int) -> list[str]:
