@@ -287,6 +287,9 @@ class MemoryTable:
     group_by: tuple[str, ...] = ()
     # The column PyRIT identifies a row by (what the follower's state remembers).
     key: str = "id"
+    # The columns PyRIT changes in rows it already wrote, which the follower re-reads (with the
+    # key) to find changed rows: None, any column; (), none (only new rows are read).
+    changeable: tuple[str, ...] | None = None
 
 
 def json_column(value: Any, default: Any = None) -> Any:
@@ -620,11 +623,18 @@ MEMORY_TABLES: list[MemoryTable] = [
         lambda m, rows: [piece_from_row(r, m.line) for r in rows],
         order="conversation_id, sequence, rowid",
         group_by=("conversation_id", "sequence"),
+        # update_prompt_entries_by_conversation_id / update_labels_by_conversation_id.
+        changeable=("labels", "prompt_metadata"),
     ),
-    MemoryTable("scores", "ScoreEntries", _score_items),
+    MemoryTable("scores", "ScoreEntries", _score_items, changeable=()),
     MemoryTable("attack_results", "AttackResultEntries", _attack_result_items),
     MemoryTable("scenario_results", "ScenarioResultEntries", _scenario_items),
-    MemoryTable("seeds", "SeedPromptEntries", lambda _, rows: [seed_from_row(r) for r in rows]),
+    MemoryTable(
+        "seeds",
+        "SeedPromptEntries",
+        lambda _, rows: [seed_from_row(r) for r in rows],
+        changeable=(),
+    ),
 ]
 
 
@@ -1719,10 +1729,11 @@ class MemoryFollower:
     """Follows a PyRIT SQLite memory file while PyRIT writes it, and pushes every new or
     changed row (see ``python -m redteam.client follow --help`` and the README).
 
-    Each poll: when the file changed (``PRAGMA data_version``), every table is scanned in
-    short read-only statements, later tables first (a score is read before the pieces it
-    scores, so those pieces are read too), rows whose fingerprint changed are turned into
-    PyRIT's dicts and digested; a digest the state does not hold is pending. Pending rows go
+    Each poll: when the file changed (``PRAGMA data_version``), the tables are read in short
+    read-only statements, later tables first (a score is read before the pieces it scores, so
+    those pieces are read too): new rows, and the columns PyRIT changes in rows it wrote
+    (``MemoryTable.changeable``); rows whose fingerprint changed are turned into PyRIT's dicts
+    and digested; a digest the state does not hold is pending. Pending rows go
     in dependency order, whole messages per batch, with ``?revise=1`` (a changed row is the
     newer version); each acknowledged batch is recorded in the state before the next. An
     unreachable server is retried with exponential backoff, nothing skipped.
@@ -1790,29 +1801,53 @@ class MemoryFollower:
         """Close the memory file (the state file is the caller's)."""
         self._close()
 
-    def _changed_rowids(self, memory: PyritMemoryFile, table: str) -> list[int]:
-        """Rowids whose row is new or differs from the last scan, in short statements."""
-        known = self._fingerprints.setdefault(table, {})
-        seen: dict[int, int] = {}
-        changed: list[int] = []
+    def _fingerprint_pass(
+        self, memory: PyritMemoryFile, table: str, columns: str, after: int
+    ) -> Iterator[tuple[int, int]]:
+        """(rowid, fingerprint) of the rows after a rowid, in short statements."""
         cursor = memory.conn.cursor()
         cursor.row_factory = None  # plain tuples: hashable, cheaper than sqlite3.Row
-        last = -(2**63)
         while True:
             rows = cursor.execute(
-                f'SELECT rowid, * FROM "{table}" WHERE rowid > ? ORDER BY rowid LIMIT ?',
-                (last, SCAN_CHUNK),
+                f'SELECT rowid, {columns} FROM "{table}" WHERE rowid > ? ORDER BY rowid LIMIT ?',
+                (after, SCAN_CHUNK),
             ).fetchall()
             for row in rows:
-                fingerprint = hash(row)
-                seen[row[0]] = fingerprint
-                if known.get(row[0]) != fingerprint:
-                    changed.append(row[0])
+                yield row[0], hash(row)
             if len(rows) < SCAN_CHUNK:
-                break
-            last = rows[-1][0]
+                return
+            after = rows[-1][0]
+
+    def _changed_rowids(self, memory: PyritMemoryFile, spec: MemoryTable) -> list[int]:
+        """Rowids whose row is new, or changed where PyRIT changes rows (spec.changeable)."""
+        table = spec.table
+        present = memory.tables[table]
+        columns = "*"
+        if spec.changeable is not None:
+            wanted = (spec.key, *spec.changeable)
+            columns = ", ".join(f'"{c}"' for c in wanted if c in present)
+        known = self._fingerprints.setdefault(table, {})
+        if spec.changeable == () and known:
+            # Rows PyRIT never changes: read the new ones only, unless some went away. SQLite
+            # gives a new row the largest rowid + 1, so a deleted last row's rowid goes to
+            # the next new row: the same count up to the last known rowid, and that row the
+            # same, mean nothing went away; else a full pass.
+            high = max(known)
+            (count,) = memory.conn.execute(
+                f'SELECT count(*) FROM "{table}" WHERE rowid <= ?', (high,)
+            ).fetchone()
+            cursor = memory.conn.cursor()
+            cursor.row_factory = None
+            last = cursor.execute(
+                f'SELECT rowid, {columns} FROM "{table}" WHERE rowid = ?', (high,)
+            ).fetchone()
+            if count == len(known) and last is not None and hash(last) == known[high]:
+                fresh = list(self._fingerprint_pass(memory, table, columns, high))
+                known.update(fresh)
+                return [rowid for rowid, _ in fresh]
+        seen = dict(self._fingerprint_pass(memory, table, columns, -(2**63)))
         self._fingerprints[table] = seen  # rows PyRIT deleted are forgotten
-        return changed
+        return [rowid for rowid, mark in seen.items() if known.get(rowid) != mark]
 
     def scan(self) -> bool:
         """Read what changed into ``pending``. False while the file does not exist yet."""
@@ -1825,11 +1860,12 @@ class MemoryFollower:
         specs = memory.specs()
         changed: dict[str, list[int]] = {}
         for spec in reversed(specs):  # later kinds first: what they point at is read after
-            changed[spec.table] = self._changed_rowids(memory, spec.table)
-        if changed.get("AttackResultEntries") and "ScenarioResultEntries" in changed:
+            changed[spec.table] = self._changed_rowids(memory, spec)
+        scenarios = next((s for s in specs if s.table == "ScenarioResultEntries"), None)
+        if changed.get("AttackResultEntries") and scenarios is not None:
             # 1.x scenarios carry their attack results: re-read them all (they are few).
-            self._fingerprints["ScenarioResultEntries"] = {}
-            changed["ScenarioResultEntries"] = self._changed_rowids(memory, "ScenarioResultEntries")
+            self._fingerprints[scenarios.table] = {}
+            changed[scenarios.table] = self._changed_rowids(memory, scenarios)
         now = self.clock()
         for spec in specs:
             rowids = changed.get(spec.table) or []

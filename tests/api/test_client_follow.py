@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from memory.models import AttackResult, MessagePiece
+from memory.models import AttackResult, MessagePiece, Score
 from redteam.client import (
     FollowState,
     FollowStateError,
@@ -376,3 +376,28 @@ def test_follow_command_once_prints_its_status_and_exit_status(
     assert main(missing) == 2
     monkeypatch.delenv("REDTEAM_API_KEY")
     assert main(argv) == 2
+
+
+def test_a_row_written_where_a_deleted_one_was_is_sent(
+    live_server: Any, fixtures_dir: Path, tmp_path: Path, made: list[MemoryFollower]
+) -> None:
+    """Scores are only read when new; a deleted row's rowid taken by a new one still is."""
+    path = copy_memory(fixtures_dir, "pyrit-0.13", tmp_path)
+    client = following_client(live_server.url)
+    follower = make_follower(made, client, path)
+    assert follower.poll()
+    conn = sqlite3.connect(path)
+    with conn:
+        last = conn.execute("SELECT * FROM ScoreEntries ORDER BY rowid DESC LIMIT 1").fetchone()
+        columns = [d[1] for d in conn.execute("PRAGMA table_info(ScoreEntries)")]
+        conn.execute("DELETE FROM ScoreEntries WHERE rowid = (SELECT max(rowid) FROM ScoreEntries)")
+        row = dict(zip(columns, last, strict=True))
+        row["id"] = str(uuid.uuid4())
+        conn.execute(
+            f"INSERT INTO ScoreEntries ({', '.join(columns)}) "
+            f"VALUES ({', '.join('?' * len(columns))})",
+            [row[c] for c in columns],
+        )
+    conn.close()
+    assert follower.poll()
+    assert Score.objects.filter(id=row["id"]).exists()
