@@ -1565,6 +1565,9 @@ FOLLOW_STATE_FORMAT = 1
 # Rows read per statement while scanning: each statement is its own short read transaction, so
 # PyRIT (rollback-journal mode) never waits long for its write lock.
 SCAN_CHUNK = 2000
+# Rows already read that one poll re-reads per table (round robin), for in-place changes: a
+# change is found within ceil(rows / RESCAN_ROWS) polls, and a poll's work stays bounded.
+RESCAN_ROWS = 5000
 # The follower's own retry pace for an unreachable server (seconds): doubling, capped.
 FOLLOW_BACKOFF_START = 0.5
 FOLLOW_BACKOFF_MAX = 30.0
@@ -1767,6 +1770,9 @@ class MemoryFollower:
         self._inode: tuple[int, int] | None = None
         self._data_version: int | None = None
         self._fingerprints: dict[str, dict[int, int]] = {}
+        # Per table: the last rowid read and its row's key; where the round robin re-reads.
+        self._last: dict[str, tuple[int, str]] = {}
+        self._rescan_from: dict[str, int] = {}
         self._unreadable: set[str] = set()
 
     # -- reading ------------------------------------------------------------------------------
@@ -1796,30 +1802,37 @@ class MemoryFollower:
         self._inode = None
         self._data_version = None
         self._fingerprints = {}
+        self._last = {}
+        self._rescan_from = {}
 
     def close(self) -> None:
         """Close the memory file (the state file is the caller's)."""
         self._close()
 
     def _fingerprint_pass(
-        self, memory: PyritMemoryFile, table: str, columns: str, after: int
-    ) -> Iterator[tuple[int, int]]:
-        """(rowid, fingerprint) of the rows after a rowid, in short statements."""
+        self, memory: PyritMemoryFile, table: str, columns: str, after: int, limit: int | None
+    ) -> list[tuple[int, int]]:
+        """(rowid, fingerprint) of the rows after a rowid (at most `limit`), in short
+        statements."""
         cursor = memory.conn.cursor()
         cursor.row_factory = None  # plain tuples: hashable, cheaper than sqlite3.Row
-        while True:
+        out: list[tuple[int, int]] = []
+        while limit is None or len(out) < limit:
+            size = SCAN_CHUNK if limit is None else min(SCAN_CHUNK, limit - len(out))
             rows = cursor.execute(
                 f'SELECT rowid, {columns} FROM "{table}" WHERE rowid > ? ORDER BY rowid LIMIT ?',
-                (after, SCAN_CHUNK),
+                (after, size),
             ).fetchall()
-            for row in rows:
-                yield row[0], hash(row)
-            if len(rows) < SCAN_CHUNK:
-                return
+            out += [(row[0], hash(row)) for row in rows]
+            if len(rows) < size:
+                break
             after = rows[-1][0]
+        return out
 
     def _changed_rowids(self, memory: PyritMemoryFile, spec: MemoryTable) -> list[int]:
-        """Rowids whose row is new, or changed where PyRIT changes rows (spec.changeable)."""
+        """Rowids of the table's new rows, and of rows changed where PyRIT changes rows
+        (spec.changeable), re-read RESCAN_ROWS at a time, round robin: a poll's work is
+        bounded however large the file."""
         table = spec.table
         present = memory.tables[table]
         columns = "*"
@@ -1827,27 +1840,44 @@ class MemoryFollower:
             wanted = (spec.key, *spec.changeable)
             columns = ", ".join(f'"{c}"' for c in wanted if c in present)
         known = self._fingerprints.setdefault(table, {})
-        if spec.changeable == () and known:
-            # Rows PyRIT never changes: read the new ones only, unless some went away. SQLite
-            # gives a new row the largest rowid + 1, so a deleted last row's rowid goes to
-            # the next new row: the same count up to the last known rowid, and that row the
-            # same, mean nothing went away; else a full pass.
-            high = max(known)
-            (count,) = memory.conn.execute(
-                f'SELECT count(*) FROM "{table}" WHERE rowid <= ?', (high,)
+        last = self._last.get(table)
+        if last is not None:
+            # SQLite gives a new row the largest rowid + 1: a rowid is reused only once the
+            # row holding the largest one was deleted. That row still there means no rowid
+            # read so far holds another row now; else everything is read again.
+            found = memory.conn.execute(
+                f'SELECT "{spec.key}" FROM "{table}" WHERE rowid = ?', (last[0],)
             ).fetchone()
-            cursor = memory.conn.cursor()
-            cursor.row_factory = None
-            last = cursor.execute(
-                f'SELECT rowid, {columns} FROM "{table}" WHERE rowid = ?', (high,)
-            ).fetchone()
-            if count == len(known) and last is not None and hash(last) == known[high]:
-                fresh = list(self._fingerprint_pass(memory, table, columns, high))
-                known.update(fresh)
-                return [rowid for rowid, _ in fresh]
-        seen = dict(self._fingerprint_pass(memory, table, columns, -(2**63)))
-        self._fingerprints[table] = seen  # rows PyRIT deleted are forgotten
-        return [rowid for rowid, mark in seen.items() if known.get(rowid) != mark]
+            if found is None or str(found[0]) != last[1]:
+                known.clear()
+                last = None
+                self._last.pop(table, None)
+                self._rescan_from.pop(table, None)
+        high = last[0] if last is not None else -(2**63)
+        fresh = self._fingerprint_pass(memory, table, columns, high, None)
+        changed = [rowid for rowid, mark in fresh if known.get(rowid) != mark]
+        known.update(fresh)
+        if fresh:
+            (key,) = memory.conn.execute(
+                f'SELECT "{spec.key}" FROM "{table}" WHERE rowid = ?', (fresh[-1][0],)
+            ).fetchone() or (None,)
+            self._last[table] = (fresh[-1][0], str(key))
+        if spec.changeable == () or last is None:
+            return changed
+        # Rows read before: the next slice of them, for what PyRIT changed in place.
+        start = self._rescan_from.get(table, -(2**63))
+        again = [
+            (rowid, mark)
+            for rowid, mark in self._fingerprint_pass(memory, table, columns, start, RESCAN_ROWS)
+            if rowid <= high
+        ]
+        changed += [rowid for rowid, mark in again if known.get(rowid) != mark]
+        known.update(again)
+        if len(again) < RESCAN_ROWS:
+            self._rescan_from.pop(table, None)  # the end: from the start next time
+        else:
+            self._rescan_from[table] = again[-1][0]
+        return changed
 
     def scan(self) -> bool:
         """Read what changed into ``pending``. False while the file does not exist yet."""
@@ -1864,8 +1894,9 @@ class MemoryFollower:
         scenarios = next((s for s in specs if s.table == "ScenarioResultEntries"), None)
         if changed.get("AttackResultEntries") and scenarios is not None:
             # 1.x scenarios carry their attack results: re-read them all (they are few).
-            self._fingerprints[scenarios.table] = {}
-            changed[scenarios.table] = self._changed_rowids(memory, scenarios)
+            changed[scenarios.table] = [
+                r[0] for r in memory.conn.execute(f'SELECT rowid FROM "{scenarios.table}"')
+            ]
         now = self.clock()
         for spec in specs:
             rowids = changed.get(spec.table) or []
@@ -2003,7 +2034,8 @@ class MemoryFollower:
                 if retry_for is not None and self.clock() - failing_since >= retry_for:
                     self.report(f"error: server unreachable, giving up: {exc}")
                     return 3
-                self.stats.waiting = f"server unreachable, retrying in {delay:.1f}s"
+                reason = str(exc).splitlines()[0][:120]
+                self.stats.waiting = f"server unreachable, retrying in {delay:.1f}s: {reason}"
                 self._show()
                 self.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, FOLLOW_BACKOFF_MAX)

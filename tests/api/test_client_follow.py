@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import redteam.client as client_module
 from memory.models import AttackResult, MessagePiece, Score
 from redteam.client import (
     FollowState,
@@ -26,7 +27,13 @@ from redteam.client import (
 )
 from redteam.common.models import MediaBlob
 from tests.api.pyrit_fixtures import LINES
-from tests.api.test_client_memory import api_snapshot, fresh_state, memory_path, new_client
+from tests.api.test_client_memory import (
+    SCENARIO_RUN,
+    api_snapshot,
+    fresh_state,
+    memory_path,
+    new_client,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -401,3 +408,87 @@ def test_a_row_written_where_a_deleted_one_was_is_sent(
     conn.close()
     assert follower.poll()
     assert Score.objects.filter(id=row["id"]).exists()
+
+
+def test_a_scenario_run_is_followed_to_its_end(
+    live_server: Any, tmp_path: Path, made: list[MemoryFollower]
+) -> None:
+    """A 1.1 scenario run (scenario results, scored loose content) as it is written: the
+    scenario in progress with one attack result undetermined, then finished."""
+    path = tmp_path / "scenario.db"
+    shutil.copyfile(SCENARIO_RUN / "pyrit_memory.sqlite", path)
+    conn = sqlite3.connect(path)
+    final = {
+        r[0]: r[1:]
+        for r in conn.execute(
+            "SELECT id, scenario_run_state, number_tries, completion_time "
+            "FROM ScenarioResultEntries"
+        )
+    }
+    with conn:
+        conn.execute(
+            "UPDATE ScenarioResultEntries SET scenario_run_state = 'IN_PROGRESS', "
+            "number_tries = 1, completion_time = timestamp"
+        )
+        result = conn.execute("SELECT id, outcome FROM AttackResultEntries LIMIT 1").fetchone()
+        conn.execute(
+            "UPDATE AttackResultEntries SET outcome = 'undetermined' WHERE id = ?", (result[0],)
+        )
+    fresh_state()
+    client = following_client(live_server.url)
+    assert make_follower(made, client, path).run(once=True) == 0
+    with conn:
+        for scenario_id, (state, tries, completed) in final.items():
+            conn.execute(
+                "UPDATE ScenarioResultEntries SET scenario_run_state = ?, number_tries = ?, "
+                "completion_time = ? WHERE id = ?",
+                (state, tries, completed, scenario_id),
+            )
+        conn.execute("UPDATE AttackResultEntries SET outcome = ? WHERE id = ?", result[::-1])
+    conn.close()
+    assert make_follower(made, client, path).run(once=True) == 0
+    followed = api_snapshot(client)
+    fresh_state()
+    pushed = new_client(live_server.url)
+    pushed.push_memory(str(path))
+    assert api_snapshot(pushed) == followed
+
+
+def test_changes_to_rows_already_read_are_found_a_slice_per_poll(
+    live_server: Any,
+    fixtures_dir: Path,
+    tmp_path: Path,
+    made: list[MemoryFollower],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A poll re-reads at most RESCAN_ROWS old rows per table: a change is found within
+    ceil(rows / RESCAN_ROWS) polls, while new rows are read at once."""
+    monkeypatch.setattr(client_module, "RESCAN_ROWS", 2)
+    path = copy_memory(fixtures_dir, "pyrit-1.1", tmp_path)
+    follower = make_follower(made, following_client(live_server.url), path)
+    assert follower.poll()
+    pieces = _ids(path, "PromptMemoryEntries")
+    first = pieces[0]
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(
+            "UPDATE PromptMemoryEntries SET prompt_metadata = ? WHERE id = ?",
+            (json.dumps({"reviewed": True}), first),
+        )
+    conn.close()
+    polls = 0
+    while MessagePiece.objects.get(id=first).prompt_metadata != {"reviewed": True}:
+        change_the_file_version(path)
+        assert follower.poll()
+        polls += 1
+        assert polls <= -(-len(pieces) // 2)
+    assert polls >= 1
+
+
+def change_the_file_version(path: Path) -> None:
+    """A commit that changes no row the follower sends (so every poll reads again)."""
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS poke (n)")
+        conn.execute("INSERT INTO poke VALUES (1)")
+    conn.close()
