@@ -54,7 +54,7 @@ class Writer:
         self.pause = pause
         self.columns: dict[str, list[str]] = {}
 
-    def step(self, work: Callable[[sqlite3.Connection], None]) -> None:
+    def step(self, work: Callable[[sqlite3.Connection], object]) -> None:
         """One PyRIT write: BEGIN IMMEDIATE, the statements, COMMIT, then the pause."""
         self.conn.execute("BEGIN IMMEDIATE")
         try:
@@ -64,6 +64,10 @@ class Writer:
             raise
         self.conn.execute("COMMIT")
         time.sleep(self.pause)
+
+    def execute(self, sql: str, params: Sequence[Any]) -> None:
+        """One statement in a step of its own."""
+        self.step(lambda conn: conn.execute(sql, params))
 
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         """Insert rows of a table in one step."""
@@ -126,57 +130,50 @@ def write_round(writer: Writer, template: dict[str, list[dict[str, Any]]], numbe
     scenarios = rows.get("ScenarioResultEntries", [])
     writer.insert(
         "ScenarioResultEntries",
-        [dict(s, scenario_run_state="IN_PROGRESS", completion_time=None) for s in scenarios],
+        [
+            dict(s, scenario_run_state="IN_PROGRESS", completion_time=s["timestamp"])
+            for s in scenarios
+        ],
     )
     first = rows["PromptMemoryEntries"][0]
     if line == "0.13":
-        writer.step(
-            lambda conn: conn.execute(
-                "UPDATE PromptMemoryEntries SET labels = json_set(labels, '$.reviewed', ?) "
-                "WHERE conversation_id = ?",
-                (f"round {number}", first["conversation_id"]),
-            )
+        writer.execute(
+            "UPDATE PromptMemoryEntries SET labels = json_set(labels, '$.reviewed', ?) "
+            "WHERE conversation_id = ?",
+            (f"round {number}", first["conversation_id"]),
         )
     else:
-        writer.step(
-            lambda conn: conn.execute(
-                "UPDATE PromptMemoryEntries SET prompt_metadata = ? WHERE id = ?",
-                (json.dumps({"reviewed": f"round {number}"}), first["id"]),
-            )
+        writer.execute(
+            "UPDATE PromptMemoryEntries SET prompt_metadata = ? WHERE id = ?",
+            (json.dumps({"reviewed": f"round {number}"}), first["id"]),
         )
         conversations = rows.get("Conversations", [])
         if conversations:
-            writer.step(
-                lambda conn: conn.execute(
-                    "UPDATE Conversations SET retries = ? WHERE conversation_id = ?",
-                    (
-                        json.dumps([{"sequence": 1, "reason": "json_parsing"}]),
-                        conversations[0]["conversation_id"],
-                    ),
-                )
-            )
-    for result in results:
-        writer.step(
-            lambda conn, r=result: conn.execute(
-                "UPDATE AttackResultEntries SET outcome = ?, outcome_reason = ?, "
-                "executed_turns = ?, last_response_id = ?, last_score_id = ? WHERE id = ?",
+            writer.execute(
+                "UPDATE Conversations SET retries = ? WHERE conversation_id = ?",
                 (
-                    r["outcome"],
-                    r["outcome_reason"],
-                    r["executed_turns"],
-                    r["last_response_id"],
-                    r["last_score_id"],
-                    r["id"],
+                    json.dumps([{"sequence": 1, "reason": "json_parsing"}]),
+                    conversations[0]["conversation_id"],
                 ),
             )
+    for result in results:
+        writer.execute(
+            "UPDATE AttackResultEntries SET outcome = ?, outcome_reason = ?, "
+            "executed_turns = ?, last_response_id = ?, last_score_id = ? WHERE id = ?",
+            (
+                result["outcome"],
+                result["outcome_reason"],
+                result["executed_turns"],
+                result["last_response_id"],
+                result["last_score_id"],
+                result["id"],
+            ),
         )
     for scenario in scenarios:
-        writer.step(
-            lambda conn, s=scenario: conn.execute(
-                "UPDATE ScenarioResultEntries SET scenario_run_state = ?, completion_time = ? "
-                "WHERE id = ?",
-                (s["scenario_run_state"], s["completion_time"], s["id"]),
-            )
+        writer.execute(
+            "UPDATE ScenarioResultEntries SET scenario_run_state = ?, completion_time = ? "
+            "WHERE id = ?",
+            (scenario["scenario_run_state"], scenario["completion_time"], scenario["id"]),
         )
 
 
