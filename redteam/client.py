@@ -2026,6 +2026,18 @@ class MemoryFollower:
             started = self.clock()
             try:
                 present = self.poll()
+            except sqlite3.Error as exc:
+                # Locked past the busy timeout, or replaced mid-read: read it all again (what
+                # was read but not yet turned into items is read again too).
+                self._close()
+                failing_since = failing_since if failing_since is not None else started
+                if retry_for is not None and self.clock() - failing_since >= retry_for:
+                    self.report(f"error: {self.path} cannot be read: {exc}")
+                    return 2
+                self.stats.waiting = f"memory file not readable, retrying: {exc}"
+                self._show()
+                self.sleep(self.interval)
+                continue
             except (RedteamHTTPError, RedteamError) as exc:
                 if isinstance(exc, RedteamHTTPError) and exc.status in (401, 403):
                     self.report(f"error: {exc}")

@@ -492,3 +492,29 @@ def change_the_file_version(path: Path) -> None:
         conn.execute("CREATE TABLE IF NOT EXISTS poke (n)")
         conn.execute("INSERT INTO poke VALUES (1)")
     conn.close()
+
+
+def test_a_file_locked_past_the_busy_timeout_is_read_again_later(
+    live_server: Any, fixtures_dir: Path, tmp_path: Path, made: list[MemoryFollower]
+) -> None:
+    path = copy_memory(fixtures_dir, "pyrit-0.13", tmp_path)
+    follower = make_follower(made, following_client(live_server.url), path)
+    assert follower.poll()
+    assert follower._memory is not None
+    follower._memory.conn.execute("PRAGMA busy_timeout = 50")
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN EXCLUSIVE")  # rollback journal: no reader gets in
+    writer.execute("UPDATE AttackResultEntries SET outcome = 'failure'")
+    assert follower.run(once=True, retry_for=0) == 2
+    assert any("cannot be read" in line for line in follower_reports(follower))
+    writer.execute("COMMIT")
+    writer.close()
+    assert follower.run(once=True) == 0
+    assert set(AttackResult.objects.values_list("outcome", flat=True)) == {"failure"}
+
+
+def follower_reports(follower: MemoryFollower) -> list[str]:
+    """The lines a follower made by make_follower reported."""
+    report = follower.report
+    owner = getattr(report, "__self__", None)
+    return list(owner) if isinstance(owner, list) else []
