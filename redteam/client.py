@@ -8,7 +8,9 @@
         client.push(pieces=[...], scores=[...], attack_results=[...])   # chosen rows
 
     python -m redteam.client push dbdata/pyrit.db --url https://redteam.example
-    (the key from REDTEAM_API_KEY)
+    python -m redteam.client follow dbdata/pyrit.db --url https://redteam.example
+    (the key from REDTEAM_API_KEY; `follow` pushes new and changed rows while PyRIT writes
+    the file, see MemoryFollower)
 
 Accepts PyRIT objects (1.x pydantic models: ``model_dump(mode="json")``; 0.13 objects:
 ``to_dict()``; dataclasses) or plain dicts. Items are sent in batches in dependency order
@@ -55,6 +57,9 @@ from urllib.parse import urlencode, urlsplit
 __all__ = [
     "KINDS",
     "MEMORY_TABLES",
+    "FollowState",
+    "FollowStateError",
+    "MemoryFollower",
     "MemoryTable",
     "PushResult",
     "PyritMemoryFile",
@@ -63,6 +68,7 @@ __all__ = [
     "RedteamError",
     "RedteamHTTPError",
     "RedteamPushError",
+    "item_digest",
     "json_column",
     "main",
     "path_id",
