@@ -17,7 +17,8 @@ What it does, in one run on one machine:
    conversation is visible: ms from commit to visible (median, 95th percentile). The
    reference: the same, with this script pushing each run itself right after the commit
    (`push_memory` of the run's conversations). Ratio: follow / push.
-No budget (the issue asks for 2 s from commit to visible; the figures say how far below).
+Budget: new rows visible within 2 s of PyRIT's commit (95th percentile of the follower's
+lag); the exit status is 1 when it is missed (after printing everything).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from redteam.client import FollowState, MemoryFollower, PyritMemoryFile, Redteam
 PYTHON = sys.executable
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "pyrit-1.1" / "pyrit_memory.sqlite"
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+LAG_BUDGET_MS = 2000
 TABLES = (
     "Conversations",
     "PromptMemoryEntries",
@@ -305,7 +307,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"({follow_median / push_median:.1f} x push), p95 {follow_p95:.0f} ms "
         f"({follow_p95 / push_p95:.1f} x push)"
     )
-    return 0
+    met = follow_p95 <= LAG_BUDGET_MS
+    print(f"budget: p95 commit to visible <= {LAG_BUDGET_MS} ms: {'ok' if met else 'MISSED'}")
+    return 0 if met else 1
 
 
 if __name__ == "__main__":
