@@ -1607,6 +1607,9 @@ class FollowState:
         self.memory_path = memory_path
         self.sent: dict[str, dict[str, str]] = {}
         self.rejected: dict[str, dict[str, str]] = {}
+        # The largest revision stamp the server acknowledged: a restarted follower stamps
+        # above it even if the clock went back, so its newer versions are never refused.
+        self.stamp = 0
         self._lines = 0
         if self.path.exists():
             self._load()
@@ -1627,11 +1630,15 @@ class FollowState:
                     f"{self.path} records what was sent from {header.get('memory')}, not from "
                     f"{self.memory_path}; give this file its own --state."
                 )
+            self.stamp = int(header.get("stamp") or 0)
             for line in handle:
                 if not line.endswith("\n"):
                     break  # torn by a crash mid-write: that acknowledgement is re-earned
                 try:
                     entry = json.loads(line)
+                    if "s" in entry:
+                        self.stamp = max(self.stamp, int(entry["s"]))
+                        continue
                     table, row_id, digest = entry["t"], entry["i"], entry["d"]
                 except (ValueError, KeyError, TypeError):
                     continue
@@ -1656,9 +1663,13 @@ class FollowState:
         """Rows whose current version the server rejected."""
         return sum(len(t) for t in self.rejected.values())
 
-    def record(self, acknowledged: Iterable[tuple[str, str, str, bool]]) -> None:
-        """Append (table, id, digest, rejected) acknowledgements; durable when this returns."""
+    def record(self, acknowledged: Iterable[tuple[str, str, str, bool]], stamp: int = 0) -> None:
+        """Append (table, id, digest, rejected) acknowledgements, and the largest stamp they
+        were sent with; durable when this returns."""
         lines = []
+        if stamp > self.stamp:
+            self.stamp = stamp
+            lines.append(json.dumps({"s": stamp}) + "\n")
         for table, row_id, digest, rejected in acknowledged:
             self._set(table, row_id, digest, rejected)
             entry: dict[str, Any] = {"t": table, "i": row_id, "d": digest}
@@ -1680,7 +1691,11 @@ class FollowState:
         """Rewrite the journal as one line per row, atomically (temporary file, rename)."""
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         with tmp.open("w", encoding="utf-8") as handle:
-            header = {"redteam_follow": FOLLOW_STATE_FORMAT, "memory": self.memory_path}
+            header = {
+                "redteam_follow": FOLLOW_STATE_FORMAT,
+                "memory": self.memory_path,
+                "stamp": self.stamp,
+            }
             handle.write(json.dumps(header) + "\n")
             for rejected, tables in ((False, self.sent), (True, self.rejected)):
                 for table, rows in tables.items():
@@ -1780,6 +1795,7 @@ class MemoryFollower:
         self._last: dict[str, tuple[int, str]] = {}
         self._rescan_from: dict[str, int] = {}
         self._unreadable: set[str] = set()
+        client._last_stamp = max(client._last_stamp, state.stamp)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -1992,7 +2008,8 @@ class MemoryFollower:
                     self.report(f"media not readable: {path}")
             self.stats.media_unreadable = len(self._unreadable)
             self.state.record(
-                (r.table, r.row_id, r.digest, (r.table, r.row_id) in rejected) for r in chunk
+                ((r.table, r.row_id, r.digest, (r.table, r.row_id) in rejected) for r in chunk),
+                self.client._last_stamp,
             )
             now = self.clock()
             for row in chunk:

@@ -342,7 +342,7 @@ def test_the_state_file_is_a_journal_that_survives_a_torn_line(tmp_path: Path) -
     state_path = tmp_path / "state"
     state = FollowState(state_path, "/runs/pyrit.db")
     state.record([("ScoreEntries", "a", "d1", False), ("ScoreEntries", "b", "d2", True)])
-    state.record([("ScoreEntries", "a", "d3", False)])
+    state.record([("ScoreEntries", "a", "d3", False)], stamp=7)
     state.close()
     with state_path.open("a") as handle:
         handle.write('{"t": "ScoreEntries", "i": "c", "d"')  # a crash mid-write
@@ -351,6 +351,12 @@ def test_the_state_file_is_a_journal_that_survives_a_torn_line(tmp_path: Path) -
     assert again.digest("ScoreEntries", "b") == "d2"
     assert again.digest("ScoreEntries", "c") is None
     assert again.rejected_count == 1
+    assert again.stamp == 7  # a restarted follower stamps above it, whatever the clock says
+    client = RedteamClient("http://127.0.0.1:9", "abcd.efgh", revise=True)
+    again.stamp = 2**62
+    MemoryFollower(client, tmp_path / "none.db", again)
+    assert client._stamp() > 2**62
+    again.stamp = 7
     again.close()
     # Compacted on open: one line per row after the header.
     assert len(state_path.read_text().splitlines()) == 3
