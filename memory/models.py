@@ -235,6 +235,10 @@ class Conversation(models.Model):
     # Denormalised first user text, for list rows without a join.
     preview = ExactCharField(max_length=300, blank=True, default="")
     updated_at = models.DateTimeField(auto_now=True)
+    # The sender's stamp of the stored version (ingest `?revise=STAMP`, what `redteam.client
+    # follow` sends): a newer version with an older stamp never replaces it. Null: stored
+    # without one (push, import).
+    revision = models.BigIntegerField(null=True, blank=True, editable=False)
 
     objects = ScopedQuerySet["Conversation"].as_manager()
     scope_path = "operation"
@@ -299,6 +303,10 @@ class MessagePiece(models.Model):
     # Which serialized shape the piece arrived in: "0.13" (to_dict) or "1.x" (model_dump).
     source_shape = ExactCharField(max_length=8, default="1.x")
     ingested_at = models.DateTimeField(auto_now_add=True)
+    # The sender's stamp of the stored version (ingest `?revise=STAMP`, what `redteam.client
+    # follow` sends): a newer version with an older stamp never replaces it. Null: stored
+    # without one (push, import).
+    revision = models.BigIntegerField(null=True, blank=True, editable=False)
 
     objects = ScopedQuerySet["MessagePiece"].as_manager()
     scope_path = "conversation__operation"
@@ -450,6 +458,10 @@ class AttackResult(models.Model):
     review_status = ExactCharField(
         max_length=16, choices=ReviewStatus.choices, blank=True, default=ReviewStatus.SINGLE
     )
+    # The sender's stamp of the stored version (ingest `?revise=STAMP`, what `redteam.client
+    # follow` sends): a newer version with an older stamp never replaces it. Null: stored
+    # without one (push, import).
+    revision = models.BigIntegerField(null=True, blank=True, editable=False)
 
     objects = ScopedQuerySet["AttackResult"].as_manager()
     scope_path = "operation"
@@ -580,6 +592,10 @@ class ScenarioResult(models.Model):
     pyrit_version = ExactCharField(max_length=32, null=True, blank=True)
     source_shape = ExactCharField(max_length=8, default="1.x")
     ingested_at = models.DateTimeField(auto_now_add=True)
+    # The sender's stamp of the stored version (ingest `?revise=STAMP`, what `redteam.client
+    # follow` sends): a newer version with an older stamp never replaces it. Null: stored
+    # without one (push, import).
+    revision = models.BigIntegerField(null=True, blank=True, editable=False)
 
     objects = ScopedQuerySet["ScenarioResult"].as_manager()
     scope_path = "operation"

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from memory.bulk import bulk_insert
+from django.db import models
+
+from memory.bulk import bulk_insert, bulk_update
 from memory.models import Conversation
 from redteam.core.batch import Replay, stored_conflict
 from redteam.core.outcomes import FieldError
@@ -98,3 +100,24 @@ def drop_empty_stubs(conversations: Mapping[str, Conversation], used: set[str]) 
         Conversation.objects.filter(
             pk__in=empty, piece_count=0, declared=False, attack_results__isnull=True
         ).delete()
+
+
+def revise_rows(
+    model: type[models.Model],
+    revisions: Iterable[tuple[models.Model, Mapping[str, Any]]],
+    keep: Iterable[str],
+) -> None:
+    """Store newer versions (Writer.revise): each stored object takes the incoming row's
+    values (by attname), except the `keep` columns (its id, its place, its operation). One
+    UPDATE for all of them."""
+    kept = set(keep)
+    objs: list[models.Model] = []
+    fields: dict[str, None] = {}
+    for obj, row in revisions:
+        for name, value in row.items():
+            if name not in kept:
+                setattr(obj, name, value)
+                fields[name] = None
+        objs.append(obj)
+    if objs:
+        bulk_update(model, objs, list(fields))

@@ -29,12 +29,13 @@ from memory.store_common import (
     drop_empty_stubs,
     lock_conversations,
     prefixed,
+    revise_rows,
     row_replay,
 )
 from memory.store_scores import store_parsed_scores
 from redteam.common.access import Writer
 from redteam.common.models import MediaBlob
-from redteam.core.batch import Batch, Entry
+from redteam.core.batch import Batch, Entry, canonical, first_difference
 from redteam.core.enums import MEDIA_PATH_DATA_TYPES
 from redteam.core.outcomes import FieldError, ItemOutcome
 from redteam.core.reassembly import INCONSISTENT_ROLES, message_errors
@@ -69,6 +70,9 @@ PIECE_COMPARE_013 = (
 _IDENTIFIERS = frozenset(
     {"converter_identifiers", "prompt_target_identifier", "attack_identifier", "scorer_identifier"}
 )
+# What PyRIT's memory updates on stored pieces (update_prompt_entries_by_conversation_id):
+# a newer version of a piece (Writer.revise) may change these and nothing else.
+PIECE_REVISED = ("labels", "prompt_metadata")
 CONVERSATION_SUMMARY_FIELDS = [
     "first_timestamp",
     "last_timestamp",
@@ -135,6 +139,55 @@ def _piece_row(piece: ParsedPiece, blobs: set[str]) -> dict[str, Any]:
         if sha in blobs and row[f"{side}_value_data_type"] in MEDIA_PATH_DATA_TYPES:
             row[f"{side}_media_id"] = sha
     return row
+
+
+def _revisable(piece: ParsedPiece, old: MessagePiece, old_values: Mapping[str, Any]) -> bool:
+    """True when a stored piece differs only in what PyRIT updates in place (its labels and
+    prompt metadata: update_prompt_entries_by_conversation_id), so it is a newer version."""
+    fields = [f for f in PIECES.fields(piece) if f not in PIECE_REVISED]
+    if first_difference(PIECES.values(piece), old_values, fields) is not None:
+        return False
+    return any(
+        canonical(piece.row[name]) != canonical(getattr(old, name)) for name in PIECE_REVISED
+    )
+
+
+def _revision_refused(
+    piece: ParsedPiece, old: MessagePiece, writer: Writer, prefix: str
+) -> FieldError | None:
+    """New labels may not name another operation than the piece's conversation is in."""
+    try:
+        named = named_operation(piece.row["labels"], writer, prefix)
+    except LabelRefused as refused:
+        return refused.error
+    stored_operation = getattr(old, "stored_operation", None)
+    if named is not None and named != stored_operation:
+        return FieldError(
+            label_field(prefix),
+            f"Piece {piece.id} is stored in another operation than its new labels name; a "
+            "newer version may not move it.",
+            code="conflict",
+        )
+    return None
+
+
+def _revised_labels(
+    conversations: Mapping[str, Conversation],
+    revised: Sequence[tuple[ParsedPiece, MessagePiece]],
+    already: set[str],
+) -> list[Conversation]:
+    """A revised piece's labels join its conversation's (summaries accumulate labels)."""
+    changed: dict[str, Conversation] = {}
+    for piece, _ in revised:
+        labels = piece.row["labels"] or {}
+        conv = conversations[piece.row["conversation_id"]]
+        merged = {**(conv.labels or {}), **labels}
+        if merged != (conv.labels or {}):
+            conv.labels = merged
+            conv.updated_at = timezone.now()
+            if conv.pk not in already:
+                changed[conv.pk] = conv
+    return list(changed.values())
 
 
 def _media_shas(pieces: Iterable[ParsedPiece]) -> set[str]:
@@ -210,9 +263,10 @@ def _update_piece_summaries(
 
 
 def store_pieces(
-    parsed: Sequence[ParsedPiece], writer: Writer, *, prefix: str = ""
+    parsed: Sequence[ParsedPiece], writer: Writer, *, prefix: str = "", embedded: bool = False
 ) -> list[ItemOutcome]:
-    """Store parsed pieces; the query count does not depend on len(parsed).
+    """Store parsed pieces; the query count does not depend on len(parsed). `embedded`:
+    copies inside another item (a result's last response), which never replace a stored piece.
 
     Queries: INSERT conversation stubs; SELECT conversations FOR UPDATE; SELECT stored
     pieces (same ids, or same conversation+sequence); [SELECT their converters, only when
@@ -251,7 +305,7 @@ def store_pieces(
                     e.errors.append(FieldError(None, SIBLING_REJECTED))
 
     if candidates:
-        _decide_pieces(batch, candidates, groups, writer, prefix)
+        _decide_pieces(batch, candidates, groups, writer, prefix, embedded)
     return batch.outcomes()
 
 
@@ -261,6 +315,7 @@ def _decide_pieces(
     groups: Mapping[tuple[str, int], list[Entry[ParsedPiece]]],
     writer: Writer,
     prefix: str,
+    embedded: bool,
 ) -> None:
     """Compare candidates with stored rows, then insert the new ones (see store_pieces)."""
     conversation_ids = {e.parsed.row["conversation_id"] for e in candidates}
@@ -286,6 +341,7 @@ def _decide_pieces(
     for p in stored:
         key = (p.conversation_id, p.sequence)
         next_position[key] = max(next_position.get(key, 0), p.position + 1)
+    revised: list[tuple[ParsedPiece, MessagePiece]] = []
     matched = [pid for pid in ids if pid in stored_by_id]
     stored_converters: dict[uuid.UUID, list[tuple[str, str]]] = {pid: [] for pid in matched}
     if matched:
@@ -304,9 +360,20 @@ def _decide_pieces(
             entry.errors.append(FieldError(f"{prefix}id", f"This piece {NOT_WRITABLE}."))
             continue
         if old is not None:
-            diff = batch.replay.difference(
-                piece, _stored_piece_compare(old, stored_converters[old.id])
-            )
+            old_values = _stored_piece_compare(old, stored_converters[old.id])
+            if writer.revise is not None and _revisable(piece, old, old_values):
+                refusal = _revision_refused(piece, old, writer, prefix)
+                if refusal is not None:
+                    entry.errors.append(refusal)
+                elif embedded or not writer.supersedes(old.revision):
+                    # A copy inside another item, or a version older than the stored one (a
+                    # request that arrived late): the stored piece stays.
+                    entry.status = "unchanged"
+                else:
+                    revised.append((piece, old))
+                    entry.status = "stored"
+                continue
+            diff = batch.replay.difference(piece, old_values)
             batch.settle(entry, None if diff is None else f"{prefix}{diff}")
             continue
         stored_role = stored_roles.get(piece.message_key)
@@ -345,6 +412,7 @@ def _decide_pieces(
     new = [e.parsed for e in candidates if e.status == "new"]
     for e in candidates:
         if e.status == "new":
+            e.parsed.row["revision"] = writer.revise
             e.status = "stored"
     # Candidates are in request order within each message, so new pieces keep that order.
     for piece in new:
@@ -374,6 +442,16 @@ def _decide_pieces(
         )
     stored_keys = {key for key in stored_roles}
     changed = _update_piece_summaries(conversations, new, stored_keys)
+    if revised:
+        revise_rows(
+            MessagePiece,
+            [
+                (old, {**{k: p.row[k] for k in PIECE_REVISED}, "revision": writer.revise})
+                for p, old in revised
+            ],
+            keep=(),
+        )
+        changed += _revised_labels(conversations, revised, {c.pk for c in changed})
     bulk_update(Conversation, changed, CONVERSATION_SUMMARY_FIELDS)
     placer.finish()
     drop_empty_stubs(conversations, {p.row["conversation_id"] for p in new})
@@ -474,10 +552,24 @@ def store_conversations(
                 ),
                 "retries": conv.retries,
             }
-            batch.compare(entry, old)
-            continue
+            difference = batch.replay.difference(conv_item, old)
+            if difference is None or writer.revise is None:
+                batch.settle(entry, difference)
+                continue
+            if not writer.supersedes(conv.revision):
+                entry.status = "unchanged"  # older than the stored version: kept as is
+                continue
+            # A newer version (Writer.revise): PyRIT appends retries to the row in place.
+            conv.revision = writer.revise
+            if difference != "target_identifier":
+                conv.retries = conv_item.row["retries"]
+                conv.updated_at = now
+                changed.append(conv)
+                entry.status = "stored"
+                continue
         # Undeclared rows were created from pieces or results: the declaration fills them.
         conv.declared = True
+        conv.revision = writer.revise
         conv.retries = conv_item.row["retries"]
         conv.pyrit_version = conv_item.row["pyrit_version"]
         conv.target_identifier_id = conv_item.target.hash if conv_item.target else None
@@ -493,7 +585,15 @@ def store_conversations(
     bulk_update(
         Conversation,
         changed,
-        ["declared", "retries", "pyrit_version", "target_identifier", "target_dump", "updated_at"],
+        [
+            "declared",
+            "retries",
+            "pyrit_version",
+            "target_identifier",
+            "target_dump",
+            "revision",
+            "updated_at",
+        ],
     )
     placer.finish()
     drop_empty_stubs(conversations, set())

@@ -27,6 +27,7 @@ from memory.store_common import (
     drop_empty_stubs,
     lock_conversations,
     prefixed,
+    revise_rows,
     row_replay,
 )
 from memory.store_pieces import store_pieces
@@ -34,7 +35,12 @@ from memory.store_scores import store_parsed_scores
 from redteam.common.access import Writer
 from redteam.core.batch import Batch, Entry
 from redteam.core.outcomes import FieldError, ItemOutcome
-from redteam.core.roundtrip import identifier_compared, related_compared, traceback_compared
+from redteam.core.roundtrip import (
+    RELOAD_DESCRIPTIONS,
+    identifier_compared,
+    related_compared,
+    traceback_compared,
+)
 
 ATTACK_RESULT_COMPARE_013 = (
     "conversation_id",
@@ -116,7 +122,9 @@ def _embedded(valid: Sequence[Entry[ParsedAttackResult]], writer: Writer) -> Non
     """Store each result's last_response piece and last_score; a rejection rejects the result."""
     with_piece = [(e, p) for e in valid if (p := e.parsed.last_response) is not None]
     if with_piece:
-        outcomes = store_pieces([p for _, p in with_piece], writer, prefix="last_response.")
+        outcomes = store_pieces(
+            [p for _, p in with_piece], writer, prefix="last_response.", embedded=True
+        )
         for (entry, _), outcome in zip(with_piece, outcomes, strict=True):
             if outcome.status == "rejected":
                 entry.errors.extend(prefixed(outcome.errors, "last_response."))
@@ -148,14 +156,15 @@ def store_attack_results(
 
 
 def store_parsed_attack_results(
-    parsed: Sequence[ParsedAttackResult], writer: Writer
+    parsed: Sequence[ParsedAttackResult], writer: Writer, *, embedded: bool = False
 ) -> list[ItemOutcome]:
-    """Store already-parsed attack results (also the hook scenario results use)."""
+    """Store already-parsed attack results (also the hook scenario results use, with
+    `embedded`: copies inside another item never replace a stored result)."""
     batch = Batch.of(RESULTS, parsed)
     if valid := batch.pending():
         _embedded(valid, writer)
     if valid := batch.pending():
-        _decide_results(batch, valid, writer)
+        _decide_results(batch, valid, writer, embedded)
     return batch.outcomes()
 
 
@@ -172,7 +181,10 @@ def _place_result(result: ParsedAttackResult, placer: ConversationPlacer, writer
 
 
 def _decide_results(
-    batch: Batch[ParsedAttackResult], valid: Sequence[Entry[ParsedAttackResult]], writer: Writer
+    batch: Batch[ParsedAttackResult],
+    valid: Sequence[Entry[ParsedAttackResult]],
+    writer: Writer,
+    embedded: bool,
 ) -> None:
     """Compare with stored results, insert the new ones and refresh conversation summaries."""
     latest = AttackResult.objects.filter(conversation_id=OuterRef("pk")).order_by(
@@ -199,8 +211,10 @@ def _decide_results(
     ids = [rid for e in valid if (rid := e.parsed.id) is not None]
     stored = {r.pk: r for r in AttackResult.objects.filter(pk__in=ids)}
     fresh = [e for e in valid if e.parsed.id not in stored]
-    if fresh:
-        preload(writer, (e.parsed.row["labels"] for e in fresh))
+    revising = writer.revise is not None
+    if fresh or (stored and revising):
+        # A revision's labels must still name its operation: looked up with the new ones'.
+        preload(writer, (e.parsed.row["labels"] for e in (valid if revising else fresh)))
     placer = ConversationPlacer({**related_rows, **conversations}, writer, adopt=bool(fresh))
     related: dict[uuid.UUID, list[dict[str, Any]]] = {pk: [] for pk in stored}
     if stored:
@@ -209,6 +223,7 @@ def _decide_results(
         ):
             related[ref["attack_result_id"]].append(dict(ref))
     new: list[ParsedAttackResult] = []
+    revised: list[tuple[ParsedAttackResult, AttackResult]] = []
     for entry in valid:
         result = entry.parsed
         old = stored.get(result.id) if result.id is not None else None
@@ -221,10 +236,25 @@ def _decide_results(
             except LabelRefused as refused:
                 entry.errors.append(refused.error)
                 continue
+            result.row["revision"] = writer.revise
             new.append(result)
             entry.status = "stored"
         else:
-            batch.compare(entry, _stored_result_compare(old, related[old.pk]))
+            difference = RESULTS.difference(result, _stored_result_compare(old, related[old.pk]))
+            if difference is None or not revising:
+                batch.settle(entry, difference)
+            elif (refusal := _revision_refused(result, old, writer)) is not None:
+                entry.errors.append(refusal)
+            elif embedded or not writer.supersedes(old.revision):
+                # A copy inside another item, or a version older than the stored one (a
+                # request that arrived late): the stored row stays.
+                entry.status = "unchanged"
+            else:
+                result.row["revision"] = writer.revise
+                revised.append((result, old))
+                entry.status = "stored"
+    if revised:
+        _revise_results(revised, related)
     if new:
         store_identifier_uses(
             (r.atomic, r.row["operation_id"]) for r in new if r.atomic is not None
@@ -234,7 +264,7 @@ def _decide_results(
             ConversationReference,
             [{"attack_result_id": r.id, **ref} for r in new for ref in r.related],
         )
-    changed = _update_result_summaries(conversations, new)
+    changed = _update_result_summaries(conversations, [*new, *(r for r, _ in revised)])
     bulk_update(
         Conversation,
         changed,
@@ -242,6 +272,78 @@ def _decide_results(
     )
     placer.finish()
     drop_empty_stubs(conversations, {r.row["conversation_id"] for r in new})
+
+
+def _revision_refused(
+    result: ParsedAttackResult, old: AttackResult, writer: Writer
+) -> FieldError | None:
+    """Why a changed result may not replace the stored one: it names another conversation,
+    or its labels another operation (a result never moves), or an operation it may not use."""
+    if result.row["conversation_id"] != old.conversation_id:
+        return FieldError(
+            "conversation_id",
+            f"Attack result {result.id} is stored for conversation {old.conversation_id}; "
+            "a newer version may not move it.",
+            code="conflict",
+        )
+    try:
+        named = named_operation(result.row["labels"], writer)
+    except LabelRefused as refused:
+        return refused.error
+    if named is not None and named != old.operation_id:
+        return FieldError(
+            label_field(),
+            f"Attack result {result.id} is stored in another operation than its new labels "
+            "name; a newer version may not move it.",
+            code="conflict",
+        )
+    return None
+
+
+def _revise_results(
+    revised: Sequence[tuple[ParsedAttackResult, AttackResult]],
+    related: Mapping[uuid.UUID, list[dict[str, Any]]],
+) -> None:
+    """Store newer versions of results (Writer.revise): their fields replace the stored ones;
+    the id, conversation and operation stay. What compares equal in PyRIT's round-trip form
+    keeps the stored form (the atomic attack's dump, a traceback longer than memory keeps,
+    the related conversations with their descriptions, and the score and converter ones
+    memory drops). Queries: INSERT identifiers; INSERT dumps; UPDATE results; [DELETE and
+    INSERT references, when the kept set changed].
+    """
+    store_identifier_uses(
+        (r.atomic, old.operation_id) for r, old in revised if r.atomic is not None
+    )
+    updates: list[tuple[AttackResult, dict[str, Any]]] = []
+    references: list[dict[str, Any]] = []
+    replaced: list[uuid.UUID] = []
+    for result, old in revised:
+        row = _result_row(result)
+        atomic = result.atomic
+        if atomic is None:
+            row["atomic_attack_identifier_id"] = row["atomic_attack_dump_id"] = None
+        elif identifier_compared(atomic.hash, atomic.digest) == identifier_compared(
+            old.atomic_attack_identifier_id, old.atomic_attack_dump_id
+        ):
+            row["atomic_attack_dump_id"] = old.atomic_attack_dump_id
+        if traceback_compared(row["error_traceback"]) == traceback_compared(old.error_traceback):
+            row["error_traceback"] = old.error_traceback
+        updates.append((old, row))
+        stored = related.get(old.pk, [])
+        if related_compared(result.related) != related_compared(stored):
+            replaced.append(old.pk)
+            sent = {ref["conversation_id"] for ref in result.related}
+            kept = [
+                ref
+                for ref in stored
+                if ref["conversation_id"] not in sent
+                and ref["conversation_type"] not in RELOAD_DESCRIPTIONS
+            ]
+            references += [{"attack_result_id": old.pk, **ref} for ref in [*result.related, *kept]]
+    revise_rows(AttackResult, updates, keep=("attack_result_id", "conversation_id", "operation_id"))
+    if replaced:
+        ConversationReference.objects.filter(attack_result_id__in=replaced).delete()
+        insert_rows(ConversationReference, references)
 
 
 def _update_result_summaries(

@@ -34,7 +34,7 @@ from memory.ownership import (
     preload,
 )
 from memory.parsing_scenarios import ParsedScenarioResult, parse_scenario_result
-from memory.store_common import prefixed, row_replay
+from memory.store_common import prefixed, revise_rows, row_replay
 from memory.store_results import store_parsed_attack_results
 from redteam.common.access import Writer
 from redteam.core.batch import Batch, Entry
@@ -112,6 +112,43 @@ def _row(scenario: ParsedScenarioResult) -> dict[str, Any]:
     return row
 
 
+def _revised_row(scenario: ParsedScenarioResult, old: ScenarioResult) -> dict[str, Any]:
+    """A newer version's columns; an identifier equal in content hash keeps its stored dump."""
+    row = _row(scenario)
+    for prefix, use in (
+        ("scenario", scenario.scenario),
+        ("objective_target", scenario.target),
+        ("objective_scorer", scenario.scorer),
+    ):
+        key = "scenario_identifier_id" if prefix == "scenario" else f"{prefix}_identifier_id"
+        dump = f"{prefix}_dump_id"
+        if use is None:
+            row[key] = row[dump] = None
+        elif identifier_compared(use.hash, use.digest) == identifier_compared(
+            getattr(old, key), getattr(old, dump)
+        ):
+            row[dump] = getattr(old, dump)
+    return row
+
+
+def _revision_refused(
+    scenario: ParsedScenarioResult, old: ScenarioResult, writer: Writer
+) -> FieldError | None:
+    """A newer version may not move a scenario to another operation than its labels named."""
+    try:
+        named = named_operation(scenario.row["labels"], writer)
+    except LabelRefused as refused:
+        return refused.error
+    if named is not None and named != old.operation_id:
+        return FieldError(
+            label_field(),
+            f"Scenario result {scenario.id} is stored in another operation than its new "
+            "labels name; a newer version may not move it.",
+            code="conflict",
+        )
+    return None
+
+
 def _store_embedded(valid: Sequence[Entry[ParsedScenarioResult]], writer: Writer) -> None:
     """Store every valid scenario's attack results in one call; a rejection rejects its owner."""
     owners: list[tuple[Entry[ParsedScenarioResult], str]] = []
@@ -123,7 +160,7 @@ def _store_embedded(valid: Sequence[Entry[ParsedScenarioResult]], writer: Writer
             items.append(result)
     if not items:
         return
-    outcomes = store_parsed_attack_results(items, writer)
+    outcomes = store_parsed_attack_results(items, writer, embedded=True)
     for (entry, path), outcome in zip(owners, outcomes, strict=True):
         if outcome.status == "rejected":
             entry.errors.extend(prefixed(outcome.errors, path))
@@ -147,9 +184,12 @@ def store_scenario_results(
     if not (valid := batch.pending()):
         return batch.outcomes()
     stored = {s.pk: s for s in ScenarioResult.objects.filter(pk__in=[e.parsed.id for e in valid])}
-    if fresh := [e for e in valid if e.parsed.id not in stored]:
-        preload(writer, (e.parsed.row["labels"] for e in fresh))
+    fresh = [e for e in valid if e.parsed.id not in stored]
+    revising = writer.revise is not None
+    if fresh or (stored and revising):
+        preload(writer, (e.parsed.row["labels"] for e in (valid if revising else fresh)))
     new: list[ParsedScenarioResult] = []
+    revised: list[tuple[ParsedScenarioResult, ScenarioResult]] = []
     for entry in valid:
         scenario = entry.parsed
         old = stored.get(scenario.id) if scenario.id is not None else None
@@ -165,10 +205,33 @@ def store_scenario_results(
             except LabelRefused as refused:
                 entry.errors.append(refused.error)
                 continue
+            scenario.row["revision"] = writer.revise
             new.append(scenario)
             entry.status = "stored"
+        elif (difference := SCENARIOS.difference(scenario, _stored_compare(old))) is None:
+            entry.status = "unchanged"
+        elif not revising:
+            batch.settle(entry, difference)
+        elif (refusal := _revision_refused(scenario, old, writer)) is not None:
+            entry.errors.append(refusal)
+        elif not writer.supersedes(old.revision):
+            entry.status = "unchanged"  # a version older than the stored one: kept as is
         else:
-            batch.compare(entry, _stored_compare(old))
+            scenario.row["revision"] = writer.revise
+            revised.append((scenario, old))
+            entry.status = "stored"
+    if revised:
+        store_identifier_uses(
+            (use, old.operation_id)
+            for s, old in revised
+            for use in (s.scenario, s.target, s.scorer)
+            if use is not None
+        )
+        revise_rows(
+            ScenarioResult,
+            [(old, _revised_row(s, old)) for s, old in revised],
+            keep=("id", "operation_id"),
+        )
     if new:
         store_identifier_uses(
             (use, s.row["operation_id"])

@@ -8,7 +8,9 @@
         client.push(pieces=[...], scores=[...], attack_results=[...])   # chosen rows
 
     python -m redteam.client push dbdata/pyrit.db --url https://redteam.example
-    (the key from REDTEAM_API_KEY)
+    python -m redteam.client follow dbdata/pyrit.db --url https://redteam.example
+    (the key from REDTEAM_API_KEY; `follow` pushes new and changed rows while PyRIT writes
+    the file, see MemoryFollower)
 
 Accepts PyRIT objects (1.x pydantic models: ``model_dump(mode="json")``; 0.13 objects:
 ``to_dict()``; dataclasses) or plain dicts. Items are sent in batches in dependency order
@@ -55,6 +57,9 @@ from urllib.parse import urlencode, urlsplit
 __all__ = [
     "KINDS",
     "MEMORY_TABLES",
+    "FollowState",
+    "FollowStateError",
+    "MemoryFollower",
     "MemoryTable",
     "PushResult",
     "PyritMemoryFile",
@@ -63,6 +68,7 @@ __all__ = [
     "RedteamError",
     "RedteamHTTPError",
     "RedteamPushError",
+    "item_digest",
     "json_column",
     "main",
     "path_id",
@@ -285,6 +291,11 @@ class MemoryTable:
     convert: RowConverter
     order: str = "rowid"
     group_by: tuple[str, ...] = ()
+    # The column PyRIT identifies a row by (what the follower's state remembers).
+    key: str = "id"
+    # The columns PyRIT changes in rows it already wrote, which the follower re-reads (with the
+    # key) to find changed rows: None, any column; (), none (only new rows are read).
+    changeable: tuple[str, ...] | None = None
 
 
 def json_column(value: Any, default: Any = None) -> Any:
@@ -607,7 +618,10 @@ def _scenario_items(memory: PyritMemoryFile, rows: list[sqlite3.Row]) -> list[di
 
 MEMORY_TABLES: list[MemoryTable] = [
     MemoryTable(
-        "conversations", "Conversations", lambda _, rows: [conversation_from_row(r) for r in rows]
+        "conversations",
+        "Conversations",
+        lambda _, rows: [conversation_from_row(r) for r in rows],
+        key="conversation_id",
     ),
     MemoryTable(
         "message_pieces",
@@ -615,11 +629,18 @@ MEMORY_TABLES: list[MemoryTable] = [
         lambda m, rows: [piece_from_row(r, m.line) for r in rows],
         order="conversation_id, sequence, rowid",
         group_by=("conversation_id", "sequence"),
+        # update_prompt_entries_by_conversation_id / update_labels_by_conversation_id.
+        changeable=("labels", "prompt_metadata"),
     ),
-    MemoryTable("scores", "ScoreEntries", _score_items),
+    MemoryTable("scores", "ScoreEntries", _score_items, changeable=()),
     MemoryTable("attack_results", "AttackResultEntries", _attack_result_items),
     MemoryTable("scenario_results", "ScenarioResultEntries", _scenario_items),
-    MemoryTable("seeds", "SeedPromptEntries", lambda _, rows: [seed_from_row(r) for r in rows]),
+    MemoryTable(
+        "seeds",
+        "SeedPromptEntries",
+        lambda _, rows: [seed_from_row(r) for r in rows],
+        changeable=(),
+    ),
 ]
 
 
@@ -919,6 +940,7 @@ class RedteamClient:
         backoff: float = 0.5,
         upload_media: bool = True,
         operation: str | None = None,
+        revise: bool = False,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         parts = urlsplit(base_url.rstrip("/"))
@@ -941,6 +963,10 @@ class RedteamClient:
         # Where items whose labels name no operation go (the server's ?operation=); None:
         # the key's default operation.
         self.operation = operation
+        # Items already stored with other content are newer versions of rows PyRIT updates in
+        # place (the server's ?revise=STAMP), as when following a memory file; else conflicts.
+        self.revise = revise
+        self._last_stamp = 0
         self._sleep = sleep
         self._conn: http.client.HTTPConnection | None = None
 
@@ -1305,9 +1331,18 @@ class RedteamClient:
 
     def _ingest_params(self, atomic: bool) -> dict[str, str] | None:
         params = {"atomic": "1"} if atomic else {}
+        if self.revise:
+            params["revise"] = str(self._stamp())
         if self.operation is not None:
             params["operation"] = self.operation
         return params or None
+
+    def _stamp(self) -> int:
+        """A revision stamp larger than every earlier one of this client: nanoseconds since the
+        epoch. A request that reaches the server late (sent by a follower killed since) then
+        carries a smaller stamp than what its successor stored, and the newer version stays."""
+        self._last_stamp = max(time.time_ns(), self._last_stamp + 1)
+        return self._last_stamp
 
     def _send_batch(self, batch: Batch, atomic: bool, result: PushResult) -> None:
         payload = {kind: [item for _, item in entries] for kind, entries in batch.items()}
@@ -1530,6 +1565,548 @@ def _is_loose_score(score: Mapping[str, Any]) -> bool:
     )
 
 
+# --- following a memory file while PyRIT writes it -------------------------------------------
+
+FOLLOW_STATE_FORMAT = 1
+# Rows read per statement while scanning: each statement is its own short read transaction, so
+# PyRIT (rollback-journal mode) never waits long for its write lock.
+SCAN_CHUNK = 2000
+# Rows already read that one poll re-reads per table (round robin), for in-place changes: a
+# change is found within ceil(rows / RESCAN_ROWS) polls, and a poll's work stays bounded.
+RESCAN_ROWS = 5000
+# The follower's own retry pace for an unreachable server (seconds): doubling, capped.
+FOLLOW_BACKOFF_START = 0.5
+FOLLOW_BACKOFF_MAX = 30.0
+
+
+def item_digest(item: Mapping[str, Any]) -> str:
+    """A row's content digest: sha256 of its item as sent, keys sorted (NaN as JSON's token)."""
+    text = json.dumps(item, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+class FollowStateError(RedteamError):
+    """The state file cannot be used (another memory file's, or not a state file)."""
+
+
+class FollowState:
+    """What the follower has sent: per table, each row id's content digest as the server
+    acknowledged it (stored, unchanged or rejected).
+
+    The file is a journal of JSON lines: a header naming the memory file, then one line per
+    acknowledged row (``{"t": table, "i": id, "d": digest}``, ``"r": 1`` when rejected), the
+    last line of an id winning. Lines are appended and fsynced only after the server answered,
+    so a crash loses at most the last acknowledgements (those rows are sent again and answered
+    ``unchanged``), never marks a row sent that was not. A torn last line is ignored. On open,
+    and when the journal grows to twice its live entries, it is rewritten to a temporary file
+    and renamed over the old one (atomic).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], memory_path: str) -> None:
+        self.path = Path(path)
+        self.memory_path = memory_path
+        self.sent: dict[str, dict[str, str]] = {}
+        self.rejected: dict[str, dict[str, str]] = {}
+        # The largest revision stamp the server acknowledged: a restarted follower stamps
+        # above it even if the clock went back, so its newer versions are never refused.
+        self.stamp = 0
+        self._lines = 0
+        if self.path.exists():
+            self._load()
+        self.compact()
+        self._handle = self.path.open("a", encoding="utf-8")
+
+    def _load(self) -> None:
+        with self.path.open(encoding="utf-8", errors="replace") as handle:
+            header_line = handle.readline()
+            try:
+                header = json.loads(header_line)
+            except ValueError:
+                header = None
+            if not isinstance(header, dict) or header.get("redteam_follow") != FOLLOW_STATE_FORMAT:
+                raise FollowStateError(f"{self.path} is not a follower state file.")
+            if header.get("memory") != self.memory_path:
+                raise FollowStateError(
+                    f"{self.path} records what was sent from {header.get('memory')}, not from "
+                    f"{self.memory_path}; give this file its own --state."
+                )
+            self.stamp = int(header.get("stamp") or 0)
+            for line in handle:
+                if not line.endswith("\n"):
+                    break  # torn by a crash mid-write: that acknowledgement is re-earned
+                try:
+                    entry = json.loads(line)
+                    if "s" in entry:
+                        self.stamp = max(self.stamp, int(entry["s"]))
+                        continue
+                    table, row_id, digest = entry["t"], entry["i"], entry["d"]
+                except (ValueError, KeyError, TypeError):
+                    continue
+                self._set(table, row_id, digest, bool(entry.get("r")))
+
+    def _set(self, table: str, row_id: str, digest: str, rejected: bool) -> None:
+        (self.rejected if rejected else self.sent).setdefault(table, {})[row_id] = digest
+        (self.sent if rejected else self.rejected).get(table, {}).pop(row_id, None)
+
+    def digest(self, table: str, row_id: str) -> str | None:
+        """The digest last acknowledged for this row (sent or rejected), or None."""
+        found = self.sent.get(table, {}).get(row_id)
+        return found if found is not None else self.rejected.get(table, {}).get(row_id)
+
+    @property
+    def entries(self) -> int:
+        """Rows acknowledged (sent or rejected)."""
+        return sum(len(t) for t in self.sent.values()) + self.rejected_count
+
+    @property
+    def rejected_count(self) -> int:
+        """Rows whose current version the server rejected."""
+        return sum(len(t) for t in self.rejected.values())
+
+    def record(self, acknowledged: Iterable[tuple[str, str, str, bool]], stamp: int = 0) -> None:
+        """Append (table, id, digest, rejected) acknowledgements, and the largest stamp they
+        were sent with; durable when this returns."""
+        lines = []
+        if stamp > self.stamp:
+            self.stamp = stamp
+            lines.append(json.dumps({"s": stamp}) + "\n")
+        for table, row_id, digest, rejected in acknowledged:
+            self._set(table, row_id, digest, rejected)
+            entry: dict[str, Any] = {"t": table, "i": row_id, "d": digest}
+            if rejected:
+                entry["r"] = 1
+            lines.append(json.dumps(entry, separators=(",", ":")) + "\n")
+        if not lines:
+            return
+        self._handle.write("".join(lines))
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self._lines += len(lines)
+        if self._lines > 2 * self.entries + 10000:
+            self._handle.close()
+            self.compact()
+            self._handle = self.path.open("a", encoding="utf-8")
+
+    def compact(self) -> None:
+        """Rewrite the journal as one line per row, atomically (temporary file, rename)."""
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        with tmp.open("w", encoding="utf-8") as handle:
+            header = {
+                "redteam_follow": FOLLOW_STATE_FORMAT,
+                "memory": self.memory_path,
+                "stamp": self.stamp,
+            }
+            handle.write(json.dumps(header) + "\n")
+            for rejected, tables in ((False, self.sent), (True, self.rejected)):
+                for table, rows in tables.items():
+                    for row_id, digest in rows.items():
+                        entry: dict[str, Any] = {"t": table, "i": row_id, "d": digest}
+                        if rejected:
+                            entry["r"] = 1
+                        handle.write(json.dumps(entry, separators=(",", ":")) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.path)
+        self._lines = self.entries
+
+    def close(self) -> None:
+        """Close the journal."""
+        self._handle.close()
+
+
+@dataclasses.dataclass
+class PendingRow:
+    """A row's newest version not yet acknowledged by the server."""
+
+    table: str
+    kind: str
+    row_id: str
+    digest: str
+    item: dict[str, Any]
+    seen: float  # monotonic time the follower first saw this version (or an older unsent one)
+
+
+@dataclasses.dataclass
+class FollowStats:
+    """The follower's counters, for the status line and --once's exit status."""
+
+    sent: int = 0  # rows acknowledged stored or unchanged since start
+    rejected: int = 0  # rows rejected since start
+    pending: int = 0
+    lag: float = 0.0  # seconds: the oldest pending row's wait, else the last batch's
+    polls: int = 0
+    waiting: str = ""  # why nothing is read or sent right now (no file, server down)
+    media_unreadable: int = 0
+
+    def line(self, name: str, rejected_total: int) -> str:
+        """The one-line status."""
+        text = (
+            f"follow {name}: sent {self.sent}, pending {self.pending}, "
+            f"rejected {rejected_total}, lag {self.lag:.1f}s"
+        )
+        if self.media_unreadable:
+            text += f", media unreadable {self.media_unreadable}"
+        return f"{text} ({self.waiting})" if self.waiting else text
+
+
+class MemoryFollower:
+    """Follows a PyRIT SQLite memory file while PyRIT writes it, and pushes every new or
+    changed row (see ``python -m redteam.client follow --help`` and the README).
+
+    Each poll: when the file changed (``PRAGMA data_version``), the tables are read in short
+    read-only statements, later tables first (a score is read before the pieces it scores, so
+    those pieces are read too): new rows, and the columns PyRIT changes in rows it wrote
+    (``MemoryTable.changeable``); rows whose fingerprint changed are turned into PyRIT's dicts
+    and digested; a digest the state does not hold is pending. Pending rows go
+    in dependency order, whole messages per batch, with ``?revise=1`` (a changed row is the
+    newer version); each acknowledged batch is recorded in the state before the next. An
+    unreachable server is retried with exponential backoff, nothing skipped.
+    """
+
+    def __init__(
+        self,
+        client: RedteamClient,
+        path: str | os.PathLike[str],
+        state: FollowState,
+        *,
+        interval: float = 0.5,
+        media_from: str | os.PathLike[str] | None = None,
+        status: Callable[[str], None] | None = None,
+        report: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.client = client
+        self.path = Path(path)
+        self.state = state
+        self.interval = interval
+        self.media_from = media_from
+        self.status = status or (lambda _: None)
+        self.report = report or (lambda line: print(line, file=sys.stderr))
+        self.clock = clock
+        self.sleep = sleep
+        self.stats = FollowStats()
+        self.pending: dict[tuple[str, str], PendingRow] = {}
+        self._memory: PyritMemoryFile | None = None
+        self._inode: tuple[int, int] | None = None
+        self._data_version: int | None = None
+        self._fingerprints: dict[str, dict[int, int]] = {}
+        # Per table: the last rowid read and its row's key; where the round robin re-reads.
+        self._last: dict[str, tuple[int, str]] = {}
+        self._rescan_from: dict[str, int] = {}
+        self._unreadable: set[str] = set()
+        client._last_stamp = max(client._last_stamp, state.stamp)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def _open(self) -> PyritMemoryFile | None:
+        """The memory file, (re)opened when it appeared or was replaced; None while absent."""
+        try:
+            info = os.stat(self.path)
+        except OSError:
+            self._close()
+            return None
+        inode = (info.st_dev, info.st_ino)
+        if self._memory is not None and inode == self._inode:
+            return self._memory
+        self._close()
+        try:
+            memory = PyritMemoryFile(self.path)
+        except (PyritMemoryFileError, sqlite3.Error):
+            return None  # being created: no tables yet
+        self._memory, self._inode = memory, inode
+        return memory
+
+    def _close(self) -> None:
+        if self._memory is not None:
+            self._memory.close()
+        self._memory = None
+        self._inode = None
+        self._data_version = None
+        self._fingerprints = {}
+        self._last = {}
+        self._rescan_from = {}
+
+    def close(self) -> None:
+        """Close the memory file (the state file is the caller's)."""
+        self._close()
+
+    def _fingerprint_pass(
+        self, memory: PyritMemoryFile, table: str, columns: str, after: int, limit: int | None
+    ) -> list[tuple[int, int]]:
+        """(rowid, fingerprint) of the rows after a rowid (at most `limit`), in short
+        statements."""
+        cursor = memory.conn.cursor()
+        cursor.row_factory = None  # plain tuples: hashable, cheaper than sqlite3.Row
+        out: list[tuple[int, int]] = []
+        while limit is None or len(out) < limit:
+            size = SCAN_CHUNK if limit is None else min(SCAN_CHUNK, limit - len(out))
+            rows = cursor.execute(
+                f'SELECT rowid, {columns} FROM "{table}" WHERE rowid > ? ORDER BY rowid LIMIT ?',
+                (after, size),
+            ).fetchall()
+            out += [(row[0], hash(row)) for row in rows]
+            if len(rows) < size:
+                break
+            after = rows[-1][0]
+        return out
+
+    def _changed_rowids(self, memory: PyritMemoryFile, spec: MemoryTable) -> list[int]:
+        """Rowids of the table's new rows, and of rows changed where PyRIT changes rows
+        (spec.changeable), re-read RESCAN_ROWS at a time, round robin: a poll's work is
+        bounded however large the file."""
+        table = spec.table
+        present = memory.tables[table]
+        columns = "*"
+        if spec.changeable is not None:
+            wanted = (spec.key, *spec.changeable)
+            columns = ", ".join(f'"{c}"' for c in wanted if c in present)
+        known = self._fingerprints.setdefault(table, {})
+        last = self._last.get(table)
+        if last is not None:
+            # SQLite gives a new row the largest rowid + 1: a rowid is reused only once the
+            # row holding the largest one was deleted. That row still there means no rowid
+            # read so far holds another row now; else everything is read again.
+            found = memory.conn.execute(
+                f'SELECT "{spec.key}" FROM "{table}" WHERE rowid = ?', (last[0],)
+            ).fetchone()
+            if found is None or str(found[0]) != last[1]:
+                known.clear()
+                last = None
+                self._last.pop(table, None)
+                self._rescan_from.pop(table, None)
+        high = last[0] if last is not None else -(2**63)
+        fresh = self._fingerprint_pass(memory, table, columns, high, None)
+        changed = [rowid for rowid, mark in fresh if known.get(rowid) != mark]
+        known.update(fresh)
+        if fresh:
+            (key,) = memory.conn.execute(
+                f'SELECT "{spec.key}" FROM "{table}" WHERE rowid = ?', (fresh[-1][0],)
+            ).fetchone() or (None,)
+            self._last[table] = (fresh[-1][0], str(key))
+        if spec.changeable == () or last is None:
+            return changed
+        # Rows read before: the next slice of them, for what PyRIT changed in place.
+        start = self._rescan_from.get(table, -(2**63))
+        again = [
+            (rowid, mark)
+            for rowid, mark in self._fingerprint_pass(memory, table, columns, start, RESCAN_ROWS)
+            if rowid <= high
+        ]
+        changed += [rowid for rowid, mark in again if known.get(rowid) != mark]
+        known.update(again)
+        if len(again) < RESCAN_ROWS:
+            self._rescan_from.pop(table, None)  # the end: from the start next time
+        else:
+            self._rescan_from[table] = again[-1][0]
+        return changed
+
+    def scan(self) -> bool:
+        """Read what changed into ``pending``. False while the file does not exist yet."""
+        memory = self._open()
+        if memory is None:
+            return False
+        version = memory.conn.execute("PRAGMA data_version").fetchone()[0]
+        if version == self._data_version:
+            return True  # nobody committed since the last scan
+        specs = memory.specs()
+        changed: dict[str, list[int]] = {}
+        for spec in reversed(specs):  # later kinds first: what they point at is read after
+            changed[spec.table] = self._changed_rowids(memory, spec)
+        scenarios = next((s for s in specs if s.table == "ScenarioResultEntries"), None)
+        if changed.get("AttackResultEntries") and scenarios is not None:
+            # 1.x scenarios carry their attack results: re-read them all (they are few).
+            changed[scenarios.table] = [
+                r[0] for r in memory.conn.execute(f'SELECT rowid FROM "{scenarios.table}"')
+            ]
+        now = self.clock()
+        for spec in specs:
+            rowids = changed.get(spec.table) or []
+            for start in range(0, len(rowids), 500):
+                rows = list(memory._rows_by_rowid(spec.table, rowids[start : start + 500]))
+                for row, item in zip(rows, spec.convert(memory, rows), strict=True):
+                    self._consider(spec, str(row[spec.key]), item, now)
+        self._data_version = version
+        return True
+
+    def _consider(self, spec: MemoryTable, row_id: str, item: dict[str, Any], now: float) -> None:
+        """Queue a row's version unless the server already acknowledged this very content."""
+        digest = item_digest(item)
+        key = (spec.table, row_id)
+        if self.state.digest(spec.table, row_id) == digest:
+            self.pending.pop(key, None)  # back to what was sent (or an older copy caught up)
+            return
+        older = self.pending.get(key)
+        if older is not None and older.digest == digest:
+            return
+        seen = older.seen if older is not None else now
+        self.pending[key] = PendingRow(spec.table, spec.kind, row_id, digest, item, seen)
+
+    # -- sending ------------------------------------------------------------------------------
+
+    def _chunks(self) -> Iterator[list[PendingRow]]:
+        """Pending rows in dependency order, at most a batch each, whole messages together."""
+        ordered = sorted(
+            self.pending.values(),
+            key=lambda p: (
+                KINDS.index(p.kind),
+                str(p.item.get("conversation_id")) if p.kind == "message_pieces" else "",
+                p.item.get("sequence", 0) if p.kind == "message_pieces" else 0,
+                p.seen,
+            ),
+        )
+        chunk: list[PendingRow] = []
+        for row in ordered:
+            message = (row.kind, row.item.get("conversation_id"), row.item.get("sequence"))
+            previous = chunk[-1] if chunk else None
+            same_message = (
+                previous is not None
+                and row.kind == "message_pieces"
+                and message
+                == (
+                    previous.kind,
+                    previous.item.get("conversation_id"),
+                    previous.item.get("sequence"),
+                )
+            )
+            if len(chunk) >= self.client.batch_size and not same_message:
+                yield chunk
+                chunk = []
+            chunk.append(row)
+        if chunk:
+            yield chunk
+
+    def send(self) -> None:
+        """Push every pending row; raises RedteamError when the server cannot be reached."""
+        for chunk in list(self._chunks()):
+            lists: dict[str, list[PendingRow]] = {}
+            for row in chunk:
+                lists.setdefault(row.kind, []).append(row)
+            items = {kind: [r.item for r in rows] for kind, rows in lists.items()}
+            result = self.client.push(
+                conversations=items.get("conversations", ()),
+                pieces=items.get("message_pieces", ()),
+                scores=items.get("scores", ()),
+                attack_results=items.get("attack_results", ()),
+                scenario_results=items.get("scenario_results", ()),
+                seeds=items.get("seeds", ()),
+                raise_on_rejected=False,
+                media_from=self.media_from,
+            )
+            rejected: set[tuple[str, str]] = set()
+            for failure in result.rejected:
+                kind, index = failure.get("kind"), failure.get("index")
+                rows = lists.get(str(kind), [])
+                if isinstance(index, int) and 0 <= index < len(rows):
+                    rejected.add((rows[index].table, rows[index].row_id))
+                    failure = {**failure, "id": rows[index].row_id}
+                for line in _rejection_lines([failure]):
+                    self.report(f"rejected: {line}")
+            for path in result.media_unreadable:
+                if path not in self._unreadable:
+                    self._unreadable.add(path)
+                    self.report(f"media not readable: {path}")
+            self.stats.media_unreadable = len(self._unreadable)
+            self.state.record(
+                ((r.table, r.row_id, r.digest, (r.table, r.row_id) in rejected) for r in chunk),
+                self.client._last_stamp,
+            )
+            now = self.clock()
+            for row in chunk:
+                if self.pending.get((row.table, row.row_id)) is row:
+                    del self.pending[(row.table, row.row_id)]
+            self.stats.rejected += len(rejected)
+            self.stats.sent += len(chunk) - len(rejected)
+            self.stats.lag = max(now - r.seen for r in chunk)
+            self._show()
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def _show(self) -> None:
+        self.stats.pending = len(self.pending)
+        if self.pending:
+            self.stats.lag = self.clock() - min(r.seen for r in self.pending.values())
+        self.status(self.stats.line(self.path.name, self.state.rejected_count))
+
+    def poll(self) -> bool:
+        """One pass: read what changed, send what is pending. False while the file is absent;
+        raises RedteamError when the server cannot be reached (pending rows stay pending)."""
+        self.stats.polls += 1
+        present = self.scan()
+        self.stats.waiting = "" if present else "waiting for the file"
+        self._show()
+        if self.pending:
+            self.send()
+        return present
+
+    def run(self, *, once: bool = False, retry_for: float | None = None) -> int:
+        """Follow until interrupted (``once``: one pass). Exit status: 0 everything sent,
+        1 rows were rejected, 2 the file is missing (once), 3 the server stayed unreachable
+        for ``retry_for`` seconds (what was acknowledged is kept)."""
+        delay = FOLLOW_BACKOFF_START
+        failing_since: float | None = None
+        while True:
+            started = self.clock()
+            try:
+                present = self.poll()
+            except sqlite3.Error as exc:
+                # Locked past the busy timeout, or replaced mid-read: read it all again (what
+                # was read but not yet turned into items is read again too).
+                self._close()
+                failing_since = failing_since if failing_since is not None else started
+                if retry_for is not None and self.clock() - failing_since >= retry_for:
+                    self.report(f"error: {self.path} cannot be read: {exc}")
+                    return 2
+                self.stats.waiting = f"memory file not readable, retrying: {exc}"
+                self._show()
+                self.sleep(self.interval)
+                continue
+            except (RedteamHTTPError, RedteamError) as exc:
+                if isinstance(exc, RedteamHTTPError) and exc.status in (401, 403):
+                    self.report(f"error: {exc}")
+                    return 2
+                failing_since = failing_since if failing_since is not None else started
+                if retry_for is not None and self.clock() - failing_since >= retry_for:
+                    self.report(f"error: server unreachable, giving up: {exc}")
+                    return 3
+                reason = str(exc).splitlines()[0][:120]
+                self.stats.waiting = f"server unreachable, retrying in {delay:.1f}s: {reason}"
+                self._show()
+                self.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, FOLLOW_BACKOFF_MAX)
+                continue
+            delay, failing_since = FOLLOW_BACKOFF_START, None
+            if once:
+                if not present:
+                    self.report(f"error: {self.path} does not exist (or is no PyRIT memory yet)")
+                    return 2
+                return 1 if self.stats.rejected else 0
+            self.sleep(max(0.0, self.interval - (self.clock() - started)))
+
+
+def _status_writer(stream: Any) -> Callable[[str], None]:
+    """The live status: rewritten in place on a terminal; else a line when it changes, at
+    most every 5 seconds (logs of cron or a service)."""
+    if getattr(stream, "isatty", lambda: False)():
+
+        def show(line: str) -> None:
+            """Rewrite the terminal's last line."""
+            stream.write(f"\r{line}\x1b[K")
+            stream.flush()
+
+        return show
+    last: dict[str, Any] = {"line": "", "at": 0.0}
+
+    def log(line: str) -> None:
+        """Print the line when it changed and 5 s have passed since the last one."""
+        now = time.monotonic()
+        if line != last["line"] and now - last["at"] >= 5.0:
+            print(line, file=stream, flush=True)
+            last.update(line=line, at=now)
+
+    return log
+
+
 # --- command line --------------------------------------------------------------------------
 
 
@@ -1541,8 +2118,63 @@ def _label(text: str) -> tuple[str, str]:
     return key, value
 
 
+def _follow(args: argparse.Namespace, key: str) -> int:
+    """`follow`: run a MemoryFollower until interrupted (or once)."""
+    memory_path = str(Path(args.path).resolve())
+    state_path = args.state or f"{args.path}.redteam-follow"
+    retry_for = args.retry_for if args.retry_for is not None else (60.0 if args.once else None)
+    try:
+        state = FollowState(state_path, memory_path)
+    except (FollowStateError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    status = _status_writer(sys.stderr)
+    try:
+        with RedteamClient(
+            args.url,
+            key,
+            batch_size=args.batch_size,
+            operation=args.operation,
+            revise=True,
+            # A few quick retries per request; the follower's own backoff takes over after.
+            max_retries=2,
+            backoff=0.25,
+        ) as client:
+            follower = MemoryFollower(
+                client,
+                args.path,
+                state,
+                interval=max(0.05, args.interval),
+                media_from=args.media_from,
+                status=status,
+                report=lambda line: print(
+                    f"\n{line}" if sys.stderr.isatty() else line, file=sys.stderr, flush=True
+                ),
+            )
+            try:
+                code = follower.run(once=args.once, retry_for=retry_for)
+            except KeyboardInterrupt:
+                code = 130
+            finally:
+                follower.close()
+                stats = follower.stats
+                print(
+                    ("\n" if sys.stderr.isatty() else "")
+                    + stats.line(Path(args.path).name, state.rejected_count),
+                    file=sys.stderr,
+                    flush=True,
+                )
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        code = 2
+    finally:
+        state.close()
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m redteam.client push PATH --url URL`: push a PyRIT SQLite memory file."""
+    """`python -m redteam.client push PATH --url URL`: push a PyRIT SQLite memory file;
+    `follow PATH --url URL`: follow one while PyRIT writes it."""
     parser = argparse.ArgumentParser(prog="python -m redteam.client")
     commands = parser.add_subparsers(dest="command", required=True)
     push = commands.add_parser("push", help="push a PyRIT SQLite memory file (0.13 or 1.x)")
@@ -1576,11 +2208,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="operation for rows whose labels name none (default: the key's default)",
     )
     push.add_argument("--batch-size", type=int, default=1000)
+    follow = commands.add_parser(
+        "follow",
+        help="follow a PyRIT SQLite memory file while PyRIT writes it, pushing new and "
+        "changed rows",
+    )
+    follow.add_argument("path", help="the memory file (it may not exist yet)")
+    follow.add_argument("--url", required=True, help="the server, e.g. https://redteam.example")
+    follow.add_argument(
+        "--state",
+        default=None,
+        metavar="FILE",
+        help="what was sent, kept across restarts (default: PATH.redteam-follow)",
+    )
+    follow.add_argument(
+        "--interval",
+        type=float,
+        default=0.5,
+        metavar="SECONDS",
+        help="how often to look for new rows (default 0.5)",
+    )
+    follow.add_argument(
+        "--once",
+        action="store_true",
+        help="send what is new and exit (for cron): 0 all sent, 1 rows rejected, 2 no file or "
+        "bad key, 3 server unreachable for --retry-for seconds",
+    )
+    follow.add_argument(
+        "--retry-for",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="give up after the server was unreachable this long (default: never; --once: 60)",
+    )
+    follow.add_argument("--media-from", default=None, metavar="DIR", help="as for push")
+    follow.add_argument("--operation", default=None, metavar="NAME", help="as for push")
+    follow.add_argument("--batch-size", type=int, default=1000)
     args = parser.parse_args(argv)
     key = os.environ.get("REDTEAM_API_KEY", "")
     if not key:
         print("Set REDTEAM_API_KEY to an API key with the ingest scope.", file=sys.stderr)
         return 2
+    if args.command == "follow":
+        return _follow(args, key)
     try:
         with RedteamClient(
             args.url, key, batch_size=args.batch_size, operation=args.operation

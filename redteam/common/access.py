@@ -253,6 +253,12 @@ class Writer:
     - `default_name` / `default_id`: where items that name no operation go.
     - `create_missing`: trusted callers (management commands) create the operations labels
       name; API callers may only write into operations that exist and are theirs.
+    - `revise`: None, or the sender's stamp for this batch (the API's `?revise=STAMP`, what
+      `redteam.client follow` sends): an item whose id is stored with other content is then
+      the newer version of a row PyRIT's memory updates in place (an attack result finishing,
+      a scenario's run state, a conversation's retries, a piece's labels or metadata) and
+      replaces the stored row's changeable fields, unless the stored version carries a larger
+      stamp (a request that arrived late: answered unchanged, the newer version kept).
     """
 
     user: User | None = None
@@ -260,6 +266,7 @@ class Writer:
     default_name: str | None = None
     default_id: int | None = None
     create_missing: bool = False
+    revise: int | None = None
     _by_name: dict[str, Operation | None] = field(default_factory=dict)
 
     @classmethod
@@ -304,6 +311,12 @@ class Writer:
                 found[name] = Operation.objects.get_or_create(name=name)[0]
         for name in wanted:
             self._by_name[name] = found.get(name)
+
+    def supersedes(self, stored_revision: int | None) -> bool:
+        """True when this batch's version of a row may replace one stored with that stamp."""
+        return self.revise is not None and (
+            stored_revision is None or self.revise >= stored_revision
+        )
 
     def may_write(self, operation_id: int | None) -> bool:
         """True when items may be stored in (or added to rows of) this operation."""

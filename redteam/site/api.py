@@ -64,6 +64,19 @@ def _flag(request: Request, name: str) -> bool:
         raise ValueError(f"?{name}= must be 1 or 0, got {str(raw).strip().lower()!r}.") from None
 
 
+MAX_STAMP = 2**63 - 1
+
+
+def _stamp(request: Request, name: str) -> int | None:
+    """A positive integer query parameter (a sender's version stamp); absent or 0 means none."""
+    raw = request.query_params.get(name, "").strip()
+    if raw in ("", "0"):
+        return None
+    if not raw.isdigit() or int(raw) > MAX_STAMP:
+        raise ValueError(f"?{name}= must be a positive integer below 2**63, got {raw[:40]!r}.")
+    return int(raw)
+
+
 class BodyTooLarge(Exception):
     """The request body exceeds the configured limit."""
 
@@ -188,9 +201,16 @@ class IngestView(APIView):
             "* **200**: every item was stored or was already stored identically (a replay).\n"
             "* **207**: some items were rejected; each rejected item names its list, index, id "
             "and field. A conflict (same id, different content) is a rejection with code "
-            "`conflict`; nothing is overwritten.\n"
+            "`conflict`; nothing is overwritten (unless `?revise=`, below).\n"
             "* `?atomic=1`: store all or nothing. If any item is rejected, nothing is stored "
             "(`stored` = 0, `rolled_back` = true, valid items have status `rolled_back`).\n"
+            "* `?revise=STAMP`: a changed item of a kind PyRIT's memory updates in place is "
+            "stored as the newer version (status `stored`): an attack result's fields (not its "
+            "conversation, nor the operation its labels name), a scenario result's, a 1.x "
+            "conversation's retries and target, a piece's labels and prompt metadata. A "
+            "stored version with a larger stamp is kept (the item is `unchanged`); copies "
+            "embedded in other items (a result's last response, a scenario's results) never "
+            "replace a stored row. Other differences stay conflicts.\n"
             "* Values are read as Python's json reads them: NUL characters, `NaN`, `Infinity` "
             "and `-Infinity` are stored and returned exactly.\n"
             "* A problem with one item's content (a string longer than "
@@ -216,6 +236,18 @@ class IngestView(APIView):
                 OpenApiTypes.STR,
                 description="Operation for items whose labels name none (default: the key's).",
             ),
+            OpenApiParameter(
+                "revise",
+                OpenApiTypes.INT,
+                description=(
+                    "The sender's stamp for this batch (a positive integer that grows with "
+                    "each batch, e.g. nanoseconds since the epoch): an item stored with other "
+                    "content is the newer version of a row PyRIT updates in place (attack "
+                    "results, scenario results, conversations' retries and target, pieces' "
+                    "labels and prompt metadata) and replaces it, unless the stored version "
+                    "carries a larger stamp."
+                ),
+            ),
         ],
         responses={
             200: _INGEST_RESPONSE,
@@ -231,6 +263,7 @@ class IngestView(APIView):
         """Check limits and shape, then hand the batch to redteam.site.ingest.ingest_batch."""
         try:
             atomic = _flag(request, "atomic")
+            revise = _stamp(request, "revise")
         except ValueError as exc:
             return _problem(str(exc), status.HTTP_400_BAD_REQUEST)
         content_type = (request.content_type or "").split(";")[0].strip().lower()
@@ -274,6 +307,7 @@ class IngestView(APIView):
         # here on: a problem rejects that item alone (207), never the batch.
         default = request.query_params.get("operation") or None
         writer = Writer.for_request(request, default_name=default)
+        writer.revise = revise
         report = ingest_batch(lists, atomic=atomic, writer=writer)
         return Response(report.as_dict(), status=report.status_code)
 

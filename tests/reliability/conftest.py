@@ -37,13 +37,13 @@ STARTUP_LINE = "Booting worker"
 STRING_LIMIT = 4 * 1024 * 1024
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-def _database_url(db: dict[str, Any]) -> str:
+def served_database_url(db: dict[str, Any]) -> str:
     if db["ENGINE"] == "django.db.backends.sqlite3":
         return f"sqlite:///{db['NAME']}"
     auth = quote(db.get("USER") or "", safe="")
@@ -99,9 +99,9 @@ class ServedApp:
         call_command("flush", database=self.alias, interactive=False, verbosity=0)
 
 
-def _start_gunicorn(database_url: str, media_root: Path, workers: int) -> ServedApp:
-    port = _free_port()
-    env = {
+def gunicorn_env(database_url: str, media_root: Path, port: int, workers: int) -> dict[str, str]:
+    """The environment gunicorn runs with: production settings on 127.0.0.1:`port`."""
+    return {
         **{k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "PYTEST"))},
         "DEBUG": "0",
         "SECRET_KEY": secrets.token_urlsafe(50),
@@ -122,12 +122,13 @@ def _start_gunicorn(database_url: str, media_root: Path, workers: int) -> Served
         # folder so page requests (tests/reliability/test_bounded_work_served.py) can render.
         "STATIC_ROOT": str(media_root.parent / "static"),
     }
-    subprocess.run(
-        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
-        cwd=REPO_ROOT,
-        env=env,
-        check=True,
-    )
+
+
+def launch_gunicorn(
+    env: dict[str, str], port: int, workers: int, *, new_session: bool = False
+) -> ServedApp:
+    """Start gunicorn with `env` and return once every worker booted (`new_session`: in its
+    own process group, so a test can kill the master and its workers at once)."""
     process = subprocess.Popen(
         [
             sys.executable,
@@ -142,6 +143,7 @@ def _start_gunicorn(database_url: str, media_root: Path, workers: int) -> Served
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=new_session,
     )
     app = ServedApp("127.0.0.1", port, ALIAS, workers, process)
     assert process.stderr is not None
@@ -164,6 +166,18 @@ def _start_gunicorn(database_url: str, media_root: Path, workers: int) -> Served
 
     threading.Thread(target=drain, daemon=True).start()
     return app
+
+
+def _start_gunicorn(database_url: str, media_root: Path, workers: int) -> ServedApp:
+    port = free_port()
+    env = gunicorn_env(database_url, media_root, port, workers)
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"],
+        cwd=REPO_ROOT,
+        env=env,
+        check=True,
+    )
+    return launch_gunicorn(env, port, workers)
 
 
 def _register(db: dict[str, Any]) -> None:
@@ -196,7 +210,7 @@ def served_app(
             finally:
                 _unregister()
     # On PostgreSQL `db` names the test database pytest-django created (test_<name>).
-    app = _start_gunicorn(_database_url(db), base / "media", workers=3 if sqlite else 4)
+    app = _start_gunicorn(served_database_url(db), base / "media", workers=3 if sqlite else 4)
     app.settings = db
     try:
         yield app
