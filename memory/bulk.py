@@ -18,7 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.db import connections, models, router
+from django.db.models.constants import OnConflict
 from django.db.models.fields import AutoFieldMixin
+from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from memory.models import ComponentIdentifier, IdentifierDump, IdentifierOperation
@@ -29,6 +31,9 @@ from redteam.core.storedtext import ESCAPE, encode_text
 
 # Rows per INSERT statement; large enough that a typical API batch is one statement.
 MAX_ROWS_PER_STATEMENT = 5000
+# Up to this many rows, insert_rows sends one INSERT rather than a COPY: a COPY costs two
+# round trips (the statement, then the data), which a single message's row does not repay.
+SMALL_INSERT_ROWS = 16
 
 
 def bulk_insert(
@@ -116,7 +121,7 @@ def insert_rows(model: type[models.Model], rows: Sequence[Mapping[str, Any]]) ->
         return
     alias = router.db_for_write(model)
     connection = connections[alias]
-    if connection.vendor != "postgresql":
+    if connection.vendor != "postgresql" or len(rows) <= SMALL_INSERT_ROWS:
         bulk_insert(model, [model(**row) for row in rows])
         return
     fields = _insert_fields(model)
@@ -154,14 +159,91 @@ def insert_rows(model: type[models.Model], rows: Sequence[Mapping[str, Any]]) ->
         )
 
 
-def store_identifier_uses(uses: Iterable[tuple[ParsedIdentifier, int | None]]) -> None:
-    """Upsert every node of every identifier tree, one dump per distinct dump text, and the
-    (node, operation) pairs saying where each was used (each use comes with its row's
-    operation; None for rows outside any operation).
+def _insert_sql(
+    model: type[models.Model], objs: Sequence[models.Model], alias: str, *, ignore: bool
+) -> tuple[str, tuple[Any, ...]]:
+    """The one INSERT statement bulk_create would send for `objs` (ON CONFLICT DO NOTHING
+    when `ignore`)."""
+    query = InsertQuery(model, on_conflict=OnConflict.IGNORE if ignore else None)
+    query.insert_values(_insert_fields(model), list(objs), raw=False)
+    statements = query.get_compiler(using=alias).as_sql()
+    assert len(statements) == 1
+    sql, params = statements[0]
+    return sql, tuple(params)
 
-    Three INSERT ... ON CONFLICT DO NOTHING statements at most, whatever the number of uses:
-    rows are content-addressed, so an existing row is by definition the same identifier.
+
+# (model, rows, ignore conflicts): one table's part of insert_together.
+InsertGroup = tuple[type[models.Model], Sequence[models.Model], bool]
+
+
+def insert_together(groups: Sequence[InsertGroup]) -> None:
+    """INSERT the rows of several tables, in order; a group marked to ignore conflicts is
+    INSERT ... ON CONFLICT DO NOTHING (content-addressed rows), the others plain INSERTs (a
+    conflict is an error, as with insert_rows).
+
+    On PostgreSQL the inserts are one statement (each but the last a data-modifying WITH
+    clause): one round trip instead of one per table. The keys between the tables are checked
+    at commit (Django's are DEFERRABLE INITIALLY DEFERRED), so the order within the statement
+    does not matter to them. Elsewhere, one bulk insert per table.
     """
+    groups = [(model, objs, ignore) for model, objs, ignore in groups if objs]
+    if not groups:
+        return
+    alias = router.db_for_write(groups[0][0])
+    connection = connections[alias]
+    if connection.vendor != "postgresql" or len(groups) == 1:
+        for model, objs, ignore in groups:
+            bulk_insert(model, objs, ignore_conflicts=ignore)
+        return
+    for model, objs, _ in groups:
+        # bulk_create's own preparation: defaults for fields left unset (e.g. primary keys).
+        model._default_manager.using(alias)._prepare_for_bulk_create(objs)  # type: ignore[attr-defined]
+    statements = [_insert_sql(model, objs, alias, ignore=ignore) for model, objs, ignore in groups]
+    clauses = ", ".join(f"i{n} AS ({sql})" for n, (sql, _) in enumerate(statements[:-1]))
+    params = tuple(p for _, ps in statements for p in ps)
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH {clauses} {statements[-1][0]}", params)
+
+
+def insert_or_lock(model: type[models.Model], objs: Sequence[models.Model]) -> list[Any]:
+    """INSERT the rows whose primary key is new and lock the stored ones, returning every
+    row as stored (PostgreSQL: one statement).
+
+    ``INSERT ... ON CONFLICT (pk) DO UPDATE SET pk = EXCLUDED.pk RETURNING *``: a stored row
+    is locked as an UPDATE locks it (no other writer can lock or change it until commit) and
+    comes back unchanged; rows are processed in the order given, so callers that sort them
+    lock in one global order. Elsewhere (SQLite serialises writers): INSERT OR IGNORE, then
+    SELECT.
+    """
+    if not objs:
+        return []
+    alias = router.db_for_write(model)
+    connection = connections[alias]
+    meta = model._meta
+    pk = meta.pk
+    assert pk is not None
+    if connection.vendor != "postgresql":
+        bulk_insert(model, objs, ignore_conflicts=True)
+        wanted = [obj.pk for obj in objs]
+        found = model._default_manager.using(alias).in_bulk(wanted)
+        return [found[k] for k in wanted if k in found]
+    sql, params = _insert_sql(model, objs, alias, ignore=True)
+    quote = connection.ops.quote_name
+    key = quote(str(pk.column))
+    columns = ", ".join(quote(str(f.column)) for f in meta.concrete_fields)
+    conflict = " ON CONFLICT DO NOTHING"
+    assert sql.endswith(conflict)
+    sql = (
+        f"{sql[: -len(conflict)]} ON CONFLICT ({key}) DO UPDATE SET {key} = EXCLUDED.{key} "
+        f"RETURNING {columns}"
+    )
+    return list(model._default_manager.using(alias).raw(sql, params))
+
+
+def identifier_use_rows(uses: Iterable[tuple[ParsedIdentifier, int | None]]) -> list[InsertGroup]:
+    """The rows that record identifier uses (see store_identifier_uses), as insert_together
+    groups: every node of every tree, one dump per distinct dump text, and the (node,
+    operation) pairs saying where each was used, all ignoring rows already stored."""
     nodes: dict[str, dict[str, Any]] = {}
     dumps: dict[str, ParsedIdentifier] = {}
     used_in: set[tuple[str, int]] = set()
@@ -171,21 +253,31 @@ def store_identifier_uses(uses: Iterable[tuple[ParsedIdentifier, int | None]]) -
             nodes.setdefault(node["hash"], node)
             if operation_id is not None:
                 used_in.add((node["hash"], operation_id))
-    bulk_insert(
-        ComponentIdentifier,
-        [ComponentIdentifier(**node) for node in nodes.values()],
-        ignore_conflicts=True,
-    )
-    bulk_insert(
-        IdentifierDump,
-        [
-            IdentifierDump(digest=use.digest, identifier_id=use.hash, dump_json=use.dump_json)
-            for use in dumps.values()
-        ],
-        ignore_conflicts=True,
-    )
-    bulk_insert(
-        IdentifierOperation,
-        [IdentifierOperation(identifier_id=h, operation_id=op) for h, op in sorted(used_in)],
-        ignore_conflicts=True,
-    )
+    return [
+        (ComponentIdentifier, [ComponentIdentifier(**node) for node in nodes.values()], True),
+        (
+            IdentifierDump,
+            [
+                IdentifierDump(digest=use.digest, identifier_id=use.hash, dump_json=use.dump_json)
+                for use in dumps.values()
+            ],
+            True,
+        ),
+        (
+            IdentifierOperation,
+            [IdentifierOperation(identifier_id=h, operation_id=op) for h, op in sorted(used_in)],
+            True,
+        ),
+    ]
+
+
+def store_identifier_uses(uses: Iterable[tuple[ParsedIdentifier, int | None]]) -> None:
+    """Upsert every node of every identifier tree, one dump per distinct dump text, and the
+    (node, operation) pairs saying where each was used (each use comes with its row's
+    operation; None for rows outside any operation).
+
+    One INSERT ... ON CONFLICT DO NOTHING statement on PostgreSQL (three elsewhere), whatever
+    the number of uses: rows are content-addressed, so an existing row is by definition the
+    same identifier.
+    """
+    insert_together(identifier_use_rows(uses))

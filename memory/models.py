@@ -161,10 +161,20 @@ class IdentifierDump(models.Model):
         return value
 
 
-def _identifier_use() -> models.ForeignKey[ComponentIdentifier | None, ComponentIdentifier | None]:
-    """An optional use of an identifier, for filters (identifiers outlive what uses them)."""
+def _identifier_use(
+    *, db_index: bool = True
+) -> models.ForeignKey[ComponentIdentifier | None, ComponentIdentifier | None]:
+    """An optional use of an identifier, for filters (identifiers outlive what uses them).
+
+    `db_index=False` where the model declares a partial index of its own instead (pieces).
+    """
     return models.ForeignKey(
-        ComponentIdentifier, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        ComponentIdentifier,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=db_index,
     )
 
 
@@ -288,11 +298,13 @@ class MessagePiece(models.Model):
     labels = ExactJSONField(null=True, blank=True)
     targeted_harm_categories = ExactJSONField(null=True, blank=True)
     originator = ExactCharField(max_length=16, choices=ORIGINATOR_CHOICES, null=True, blank=True)
-    target_identifier = _identifier_use()
+    # Only 0.13 pieces carry these (1.x keeps them on the conversation and the attack result):
+    # partial indexes in Meta cover the rows that have one.
+    target_identifier = _identifier_use(db_index=False)
     target_dump = _piece_dump()
-    attack_identifier = _identifier_use()
+    attack_identifier = _identifier_use(db_index=False)
     attack_dump = _piece_dump()
-    scorer_identifier = _identifier_use()
+    scorer_identifier = _identifier_use(db_index=False)
     scorer_dump = _piece_dump()
 
     # Media bytes, linked when uploaded (the value keeps the attacker's path verbatim).
@@ -333,11 +345,39 @@ class MessagePiece(models.Model):
                 fields=["conversation", "sequence", "position"], name="piece_message_position"
             ),
         ]
+        # Every index is paid by every ingested piece: each one is here for reads whose query
+        # plans use it (memory/indexplans.py, docs/indexes.md). Partial indexes cover only
+        # the rows a read can look for, so a plain 1.x text piece costs them nothing.
         indexes = [
             models.Index(fields=["timestamp", "id"], name="piece_time_idx"),
-            models.Index(fields=["converted_value_data_type"], name="piece_ctype_idx"),
             models.Index(fields=["converted_value_sha256"], name="piece_csha_idx"),
-            models.Index(fields=["role"], name="piece_role_idx"),
+            # A common role or type is read in time order (piece_time_idx); these serve the
+            # rare ones (system prompts, media pieces).
+            models.Index(
+                fields=["role"],
+                condition=~Q(role__in=["user", "assistant"]),
+                name="piece_role_rare_idx",
+            ),
+            models.Index(
+                fields=["converted_value_data_type"],
+                condition=~Q(converted_value_data_type="text"),
+                name="piece_ctype_media_idx",
+            ),
+            models.Index(
+                fields=["target_identifier"],
+                condition=Q(target_identifier__isnull=False),
+                name="piece_target_idx",
+            ),
+            models.Index(
+                fields=["attack_identifier"],
+                condition=Q(attack_identifier__isnull=False),
+                name="piece_attack_idx",
+            ),
+            models.Index(
+                fields=["scorer_identifier"],
+                condition=Q(scorer_identifier__isnull=False),
+                name="piece_scorer_idx",
+            ),
             # Which visible pieces link a blob (memory.querysets.media_visible_to): only
             # media pieces have an entry, so text pieces cost ingestion nothing here.
             models.Index(
@@ -359,12 +399,21 @@ class MessagePiece(models.Model):
 class PieceConverter(models.Model):
     """The ordered converter identifiers of a piece (position 0 ran first)."""
 
-    piece = models.ForeignKey(MessagePiece, on_delete=models.CASCADE, related_name="converters")
+    # Looked up by piece through piece_converter_position (its first column), by identifier
+    # through converter_identifier_idx; the dump is only followed from the row, for export.
+    piece = models.ForeignKey(
+        MessagePiece, on_delete=models.CASCADE, related_name="converters", db_index=False
+    )
     position = models.PositiveSmallIntegerField()
     identifier = models.ForeignKey(
-        ComponentIdentifier, on_delete=models.PROTECT, related_name="converter_uses"
+        ComponentIdentifier,
+        on_delete=models.PROTECT,
+        related_name="converter_uses",
+        db_index=False,
     )
-    dump = models.ForeignKey(IdentifierDump, on_delete=models.PROTECT, related_name="+")
+    dump = models.ForeignKey(
+        IdentifierDump, on_delete=models.PROTECT, related_name="+", db_index=False
+    )
 
     objects = ScopedQuerySet["PieceConverter"].as_manager()
     scope_path = "piece__conversation__operation"
@@ -374,6 +423,7 @@ class PieceConverter(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["piece", "position"], name="piece_converter_position"),
         ]
+        indexes = [models.Index(fields=["identifier"], name="converter_identifier_idx")]
 
     def __str__(self) -> str:
         return f"{self.piece_id}[{self.position}] {self.identifier_id[:8]}"

@@ -1,9 +1,11 @@
 """Shared parts of the ingestion services: how memory kinds compare, conversation locking.
 
-Conversations are created as empty stubs with INSERT ... ON CONFLICT DO NOTHING, then locked
-with SELECT ... FOR UPDATE ordered by primary key (PostgreSQL; SQLite serialises writers),
-so two batches that touch the same conversation serialise on its row instead of failing or
-losing a summary update, and cannot deadlock.
+Conversations are created as empty stubs and the stored ones locked in one statement
+(INSERT ... ON CONFLICT DO UPDATE ... RETURNING, memory.bulk.insert_or_lock), or with
+INSERT ... ON CONFLICT DO NOTHING then SELECT ... FOR UPDATE when the read needs more
+(PostgreSQL; SQLite serialises writers), always in primary-key order, so two batches that
+touch the same conversation serialise on its row instead of failing or losing a summary
+update, and cannot deadlock.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 from django.db import models
 
-from memory.bulk import bulk_insert, bulk_update
+from memory.bulk import bulk_insert, bulk_update, insert_or_lock
 from memory.models import Conversation
 from redteam.core.batch import Replay, stored_conflict
 from redteam.core.outcomes import FieldError
@@ -79,10 +81,15 @@ def prefixed(errors: Iterable[FieldError], prefix: str) -> list[FieldError]:
 def lock_conversations(
     conversation_ids: Iterable[str], **annotations: Any
 ) -> dict[str, Conversation]:
-    """Create missing conversations as stubs, then lock and read them all (two queries)."""
+    """Create missing conversations as stubs, then lock and read them all (one query on
+    PostgreSQL without `annotations`, else two)."""
     ids = sorted(set(conversation_ids))
     # Sorted inserts and a sorted FOR UPDATE give every transaction the same lock order.
-    bulk_insert(Conversation, [Conversation(conversation_id=c) for c in ids], ignore_conflicts=True)
+    stubs = [Conversation(conversation_id=c) for c in ids]
+    if not annotations:
+        # One statement: new stubs inserted, stored rows locked and read (bulk.insert_or_lock).
+        return {c.pk: c for c in insert_or_lock(Conversation, stubs)}
+    bulk_insert(Conversation, stubs, ignore_conflicts=True)
     query = Conversation.objects.select_for_update().filter(pk__in=ids).order_by("pk")
     if annotations:
         query = query.annotate(**annotations)

@@ -10,7 +10,14 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from memory.bulk import bulk_update, insert_rows, store_identifier_uses
+from memory.bulk import (
+    SMALL_INSERT_ROWS,
+    bulk_update,
+    identifier_use_rows,
+    insert_rows,
+    insert_together,
+    store_identifier_uses,
+)
 from memory.models import Conversation, MessagePiece, PieceConverter
 from memory.ownership import (
     NOT_WRITABLE,
@@ -268,11 +275,13 @@ def store_pieces(
     """Store parsed pieces; the query count does not depend on len(parsed). `embedded`:
     copies inside another item (a result's last response), which never replace a stored piece.
 
-    Queries: INSERT conversation stubs; SELECT conversations FOR UPDATE; SELECT stored
-    pieces (same ids, or same conversation+sequence); [SELECT their converters, only when
-    some ids are already stored]; [MediaBlob lookup, only for media pieces with a sha256];
-    INSERT identifiers; INSERT identifier dumps; INSERT pieces; INSERT piece converters;
-    UPDATE conversations; UPDATE their operations. Nested 0.13 scores add the score store's
+    Queries: INSERT conversation stubs; SELECT conversations FOR UPDATE (one statement on
+    PostgreSQL); SELECT stored pieces (same ids, or same conversation+sequence); [SELECT
+    their converters, only when some ids are already stored]; [MediaBlob lookup, only for
+    media pieces with a sha256]; INSERT identifiers, dumps and identifier operations (one
+    statement on PostgreSQL); INSERT pieces; INSERT piece converters (for a few rows, one
+    statement with the identifiers on PostgreSQL); UPDATE conversations; UPDATE their
+    operations. Nested 0.13 scores add the score store's
     own constant count. Each piece joins its conversation's operation (memory.ownership).
     """
     batch = Batch.of(PIECES, parsed)
@@ -426,20 +435,31 @@ def _decide_pieces(
             if shas
             else set()
         )
-        store_identifier_uses(
+        identifiers = identifier_use_rows(
             (u, conversations[p.row["conversation_id"]].operation_id)
             for p in new
             for u in p.identifiers()
         )
-        insert_rows(MessagePiece, [_piece_row(p, blobs) for p in new])
-        insert_rows(
-            PieceConverter,
-            [
-                {"piece_id": p.id, "position": k, "identifier_id": u.hash, "dump_id": u.digest}
-                for p in new
-                for k, u in enumerate(p.converters)
-            ],
-        )
+        piece_rows = [_piece_row(p, blobs) for p in new]
+        converter_rows = [
+            {"piece_id": p.id, "position": k, "identifier_id": u.hash, "dump_id": u.digest}
+            for p in new
+            for k, u in enumerate(p.converters)
+        ]
+        if len(piece_rows) + len(converter_rows) <= SMALL_INSERT_ROWS:
+            # A message or two (an attack loop's request): identifiers, pieces and converters
+            # in one statement (memory.bulk.insert_together).
+            insert_together(
+                [
+                    *identifiers,
+                    (MessagePiece, [MessagePiece(**row) for row in piece_rows], False),
+                    (PieceConverter, [PieceConverter(**row) for row in converter_rows], False),
+                ]
+            )
+        else:
+            insert_together(identifiers)
+            insert_rows(MessagePiece, piece_rows)
+            insert_rows(PieceConverter, converter_rows)
     stored_keys = {key for key in stored_roles}
     changed = _update_piece_summaries(conversations, new, stored_keys)
     if revised:
@@ -481,7 +501,7 @@ def _store_nested_scores(
             entry.errors.extend(prefixed(outcome.errors, f"scores[{k}]."))
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def store_message_pieces(
     items: Sequence[Mapping[str, Any]], *, writer: Writer | None = None
 ) -> list[ItemOutcome]:
@@ -516,7 +536,7 @@ CONVERSATIONS = row_replay(
 )
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def store_conversations(
     items: Sequence[Mapping[str, Any]], *, writer: Writer | None = None
 ) -> list[ItemOutcome]:

@@ -135,7 +135,7 @@ def _embedded(valid: Sequence[Entry[ParsedAttackResult]], writer: Writer) -> Non
             entry.errors.extend(prefixed(outcome.errors, "last_score."))
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def store_attack_results(
     items: Sequence[Mapping[str, Any]], *, writer: Writer | None = None
 ) -> list[ItemOutcome]:

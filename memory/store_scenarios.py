@@ -166,7 +166,7 @@ def _store_embedded(valid: Sequence[Entry[ParsedScenarioResult]], writer: Writer
             entry.errors.extend(prefixed(outcome.errors, path))
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def store_scenario_results(
     items: Sequence[Mapping[str, Any]], *, writer: Writer | None = None
 ) -> list[ItemOutcome]:

@@ -225,7 +225,7 @@ def store_parsed_scores(
     return batch.outcomes()
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)
 def store_scores(
     items: Sequence[Mapping[str, Any]], *, writer: Writer | None = None
 ) -> list[ItemOutcome]:
