@@ -75,9 +75,13 @@ class ReplicaRouter:
             return None
         return alias
 
-    def db_for_write(self, _model: type[Any], **hints: Any) -> str:
-        """Always the primary."""
-        return "default"
+    def db_for_write(self, _model: type[Any], **hints: Any) -> str | None:
+        """The primary for a row read from a replica; otherwise Django's own choice (the
+        database of the row the hint names, else the default one)."""
+        instance = hints.get("instance")
+        if instance is not None and instance._state.db in replicas():
+            return "default"
+        return None
 
     def allow_relation(self, obj1: Any, obj2: Any, **hints: Any) -> bool | None:
         """Rows read from a replica are the primary's rows."""

@@ -127,7 +127,11 @@ def test_the_router_keeps_access_rows_claims_and_transactions_on_the_primary(
     finally:
         replicas._replica.reset(token)
     assert router.db_for_read(AttackResult) is None
-    assert router.db_for_write(AttackResult) == "default"
+    # Writes never go to a replica, even for a row read from one.
+    read_from_replica = AttackResult()
+    read_from_replica._state.db = "replica1"
+    assert router.db_for_write(AttackResult, instance=read_from_replica) == "default"
+    assert router.db_for_write(AttackResult) is None
     assert router.allow_migrate("replica1", "memory") is False
     assert router.allow_migrate("default", "memory") is None
 

@@ -80,7 +80,7 @@ class Command(BaseCommand):
     help = "Create the demo login and load PyRIT fixture rows plus synthetic demo memory."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        """--password, --no-fixtures, --no-synthetic."""
+        """--password, --no-fixtures, --no-synthetic, --no-reviews."""
         parser.add_argument("--password", help="Password for a newly created demo user.")
         parser.add_argument(
             "--reset-password", action="store_true", help="Set the password of an existing user."
@@ -88,6 +88,9 @@ class Command(BaseCommand):
         parser.add_argument("--no-fixtures", action="store_true", help="Skip the PyRIT fixtures.")
         parser.add_argument(
             "--no-synthetic", action="store_true", help="Skip the synthetic demo data."
+        )
+        parser.add_argument(
+            "--no-reviews", action="store_true", help="Skip the demo reviewers' verdicts."
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -99,7 +102,8 @@ class Command(BaseCommand):
             self._synthetic()
         self._memberships(user)
         self._queues(user)
-        self._reviews()
+        if not options.get("no_reviews"):
+            self._reviews()
 
     def _queues(self, user: Any) -> None:
         """A named queue beside the built-in ones: the demo operation's successes, judged by
