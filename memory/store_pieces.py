@@ -11,6 +11,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from memory.bulk import bulk_update, insert_rows, store_identifier_uses
+from memory.hooks import announce, relabelled, summary_keys
 from memory.models import Conversation, MessagePiece, PieceConverter
 from memory.ownership import (
     NOT_WRITABLE,
@@ -265,6 +266,7 @@ def _decide_pieces(
     """Compare candidates with stored rows, then insert the new ones (see store_pieces)."""
     conversation_ids = {e.parsed.row["conversation_id"] for e in candidates}
     conversations = lock_conversations(conversation_ids)
+    before = summary_keys(conversations)
     ids = [pid for e in candidates if (pid := e.parsed.id) is not None]
     sequences = sorted({e.parsed.row["sequence"] for e in candidates})
     # Two index lookups in one statement (primary key; conversation+sequence): an OR of the
@@ -375,6 +377,8 @@ def _decide_pieces(
     stored_keys = {key for key in stored_roles}
     changed = _update_piece_summaries(conversations, new, stored_keys)
     bulk_update(Conversation, changed, CONVERSATION_SUMMARY_FIELDS)
+    # Results of a conversation count under its labels and harm categories too.
+    announce(conversation_ids=relabelled(conversations, before))
     placer.finish()
     drop_empty_stubs(conversations, {p.row["conversation_id"] for p in new})
 

@@ -36,6 +36,7 @@ from redteam.common.audit import record_audit
 from redteam.common.typing import User
 from redteam.core.identity import LINE_PYRIT_VERSIONS, ComponentIdentifier
 from scoring.review import decides_outcome, effective_outcome, human_scores
+from scoring.tallies import retally
 from scoring.verdict_fields import (
     MAX_CATEGORY_CHARS,
     MAX_NOTES_CHARS,
@@ -358,6 +359,7 @@ def record_review(
     # newest result; human verdicts take precedence, so a verdict on that result updates it.
     if deciding is not None:
         _refresh_conversation_outcome(attack_result, deciding)
+    retally([attack_result.pk])
     first = deciding or scores[0]
     record_audit(
         actor=reviewer,
@@ -497,6 +499,7 @@ def edit_review(
     if not created:
         return scores
     _refresh_conversation_outcome(attack_result, _latest_deciding(attack_result))
+    retally([attack_result.pk])
     record_audit(
         actor=reviewer,
         action="verdict.edited",
@@ -532,6 +535,7 @@ def withdraw_review(*, reviewer: User, scope: Scope, submission: uuid.UUID) -> l
     for row in standing:
         row.withdrawn_at, row.withdrawn_by_id = now, reviewer.pk
     _refresh_conversation_outcome(attack_result, _latest_deciding(attack_result))
+    retally([attack_result.pk])
     record_audit(
         actor=reviewer,
         action="verdict.withdrawn",
