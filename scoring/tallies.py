@@ -215,17 +215,20 @@ def retally(
     `fresh`: the results were inserted by this transaction (no verdict, no ledger row yet),
     which spares three reads. Queries: [SELECT the results of the conversations]; SELECT the
     ledger rows FOR UPDATE; SELECT the results; SELECT their deciding verdicts; SELECT their
-    reviewed ids; then, when something moved, pick a shard, upsert the all-time and the daily
-    cells, upsert the ledger rows, [DELETE ledger rows of results gone].
+    reviewed ids; then, when something moved, upsert the all-time and the daily cells (each
+    picking its shard), INSERT (fresh) or upsert the ledger rows, [DELETE ledger rows of
+    results gone].
     """
     ids = set(result_ids)
     if conversation_ids:
-        fresh = False
-        ids.update(
+        stored = set(
             AttackResult.objects.filter(conversation_id__in=sorted(conversation_ids)).values_list(
                 "pk", flat=True
             )
         )
+        # Fresh results of fresh conversations (the usual first push) stay on the short path.
+        fresh = fresh and stored <= ids
+        ids |= stored
     wanted = sorted(ids)
     if not wanted:
         return 0
@@ -260,14 +263,8 @@ def retally(
         delta.add(_State.stored(gone), -1)
     if not ledger and not old:
         return 0
-    shard = _shard()
-    _increment(OutcomeTally, ("operation_key", "dimension", "key", "outcome"), delta.cells, shard)
-    _increment(
-        DailyOutcomeTally,
-        ("operation_key", "dimension", "key", "day", "outcome"),
-        delta.days,
-        shard,
-    )
+    _increment(OutcomeTally, _CELL, delta.cells)
+    _increment(DailyOutcomeTally, _DAY_CELL, delta.days)
     if fresh:
         insert_rows(TalliedResult, ledger)
     elif ledger:
@@ -286,19 +283,13 @@ def _connection(model: type[Model]) -> Any:
     return connections[router.db_for_write(model)]
 
 
-def _shard() -> int:
-    """The lowest shard no concurrent transaction holds, now held by this one until it ends
-    (PostgreSQL; SQLite serialises writers: always 0). When all are held, one by backend."""
-    connection = _connection(OutcomeTally)
-    if connection.vendor != "postgresql":
-        return 0
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT COALESCE((SELECT s FROM generate_series(0, %s) AS s "
-            "WHERE pg_try_advisory_xact_lock(%s, s) LIMIT 1), pg_backend_pid() %% %s)",
-            [SHARDS - 1, _SHARD_LOCK_CLASS, SHARDS],
-        )
-        return int(cursor.fetchone()[0])
+# The shard an increment adds to (PostgreSQL): the lowest no concurrent transaction holds, now
+# held by this one until it ends; when all are held, one by backend. An uncorrelated scalar
+# subquery, so it runs once per statement. SQLite serialises writers: always shard 0.
+_SHARD_SQL = (
+    "(SELECT COALESCE((SELECT s FROM generate_series(0, %s) AS s "
+    "WHERE pg_try_advisory_xact_lock(%s, s) LIMIT 1), pg_backend_pid() %% %s))"
+)
 
 
 # PostgreSQL array types of the cell columns, for the one-statement unnest() upsert.
@@ -309,10 +300,11 @@ _DAY_CELL = ("operation_key", "dimension", "key", "day", "outcome")
 
 
 def _increment(
-    model: type[Model], columns: Sequence[str], delta: Mapping[tuple[Any, ...], int], shard: int
+    model: type[Model], columns: Sequence[str], delta: Mapping[tuple[Any, ...], int]
 ) -> None:
-    """Add the non-zero `delta` counts to `shard`'s rows of their cells, creating missing rows
-    (INSERT ... ON CONFLICT DO UPDATE, in cell order so writers lock rows in one order)."""
+    """Add the non-zero `delta` counts to one shard's rows of their cells, creating missing
+    rows: one INSERT ... ON CONFLICT DO UPDATE, in cell order so writers lock rows in one
+    order (SQLite: one per _SQLITE_ROWS cells)."""
     cells = sorted((cell, n) for cell, n in delta.items() if n)
     if not cells:
         return
@@ -347,11 +339,12 @@ def _increment(
             aliases = [f"c{i}" for i in range(len(columns))]
             unnest = ", ".join(f"%s::{t}" for t in [*arrays, "bigint[]"])
             sql = (
-                f"{insert}SELECT {operation}, {', '.join(aliases)}, %s, n "
+                f"{insert}SELECT {operation}, {', '.join(aliases)}, {_SHARD_SQL}, n "
                 f"FROM unnest({unnest}) AS t({', '.join(aliases)}, n) "
                 f"ORDER BY {', '.join(aliases)}{update}"
             )
-            cursor.execute(sql, [shard, *map(list, zip(*values, strict=True))])
+            shard = [SHARDS - 1, _SHARD_LOCK_CLASS, SHARDS]
+            cursor.execute(sql, [*shard, *map(list, zip(*values, strict=True))])
             return
         width = len(columns)
         row = "(" + ", ".join(["NULLIF(%s, 0)", *["%s"] * width, "%s", "%s"]) + ")"
@@ -359,7 +352,7 @@ def _increment(
             chunk = values[start : start + _SQLITE_ROWS]
             params: list[Any] = []
             for v in chunk:
-                params.extend([v[0], *v[:width], shard, v[width]])
+                params.extend([v[0], *v[:width], 0, v[width]])
             cursor.execute(f"{insert}VALUES {', '.join([row] * len(chunk))}{update}", params)
 
 

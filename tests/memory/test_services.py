@@ -532,8 +532,10 @@ def test_conversation_and_attack_result_batches_cost_constant_queries(
     # references, UPDATE summaries. The results' label claims the conversations placed in the
     # default operation: UPDATE their operation, UPDATE their scores, SELECT the identifiers
     # they use (target, piece identifiers, converters), one SELECT per identifier tree level,
-    # INSERT identifier operations; RELEASE.
-    with django_assert_num_queries(36):
+    # INSERT identifier operations; the dashboard's tallies (scoring.tallies.retally, through
+    # memory.hooks): SELECT the results of the relabelled conversations, SELECT the results,
+    # INSERT ... ON CONFLICT the all-time and the daily cells, INSERT the ledger; RELEASE.
+    with django_assert_num_queries(41):
         outcomes = services.store_attack_results(results)
     assert {o.status for o in outcomes} == {"stored"}
 
