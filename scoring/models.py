@@ -99,8 +99,14 @@ class TalliedResult(models.Model):
     lock, so two writers moving the same result cannot both subtract the old cells.
     """
 
+    # No constraint and no cascade: when a result is deleted, its row is still here for the
+    # post_delete receiver (scoring.signals) to take its cells out of the counts.
     attack_result = models.OneToOneField(
-        "memory.AttackResult", primary_key=True, on_delete=models.CASCADE, related_name="+"
+        "memory.AttackResult",
+        primary_key=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
     )
     operation_key = models.BigIntegerField(default=0)
     day = models.DateField()

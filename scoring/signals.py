@@ -18,7 +18,7 @@ from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
 from memory.hooks import results_changed
-from memory.models import Score, ScoreSource
+from memory.models import AttackResult, Score, ScoreSource
 from redteam.common.audit import record_audit
 from scoring.tallies import rebuild_tallies, retally, tallies_missing
 
@@ -29,6 +29,14 @@ def _retally(
 ) -> None:
     """Count the new results, and recount those of relabelled conversations."""
     retally(result_ids, conversation_ids=conversation_ids, fresh=True)
+
+
+@receiver(post_delete, sender=AttackResult)
+def _untally_deleted_result(
+    sender: type[AttackResult], instance: AttackResult, **kwargs: Any
+) -> None:
+    """A deleted result (the shell; the services never delete one) leaves the counts."""
+    retally([instance.pk])
 
 
 def build_missing_tallies(**kwargs: Any) -> None:

@@ -368,6 +368,41 @@ class Rebuild:
     duration_ms: int
 
 
+def _recount(using: str | None = None) -> Iterator[tuple[Any, _State]]:
+    """Every result's state computed from the results and verdicts (rows read in chunks;
+    the verdicts, which are few, at once)."""
+    humans: dict[Any, tuple[str, str | None]] = {}
+    for result_id, score_type, value in (
+        human_scores()
+        .using(using)
+        .filter(attack_result__isnull=False)
+        .values_list("attack_result_id", "score_type", "score_value")
+        .iterator(chunk_size=REBUILD_CHUNK)
+    ):
+        humans.setdefault(result_id, (score_type, value))
+    reviewed = set(
+        human_verdicts()
+        .using(using)
+        .filter(attack_result__isnull=False)
+        .order_by()
+        .values_list("attack_result_id", flat=True)
+        .distinct()
+    )
+    rows = AttackResult.objects.using(using).order_by().values(*_FIELDS)
+    for row in rows.iterator(chunk_size=REBUILD_CHUNK):
+        yield row["pk"], _State.of(row, humans.get(row["pk"]), row["pk"] in reviewed)
+
+
+def recounted_totals(using: str | None = None) -> dict[tuple[Any, ...], int]:
+    """What a rebuild would write, in `tally_totals`' form, without writing anything."""
+    delta = _Delta()
+    for _, state in _recount(using):
+        delta.add(state, +1)
+    totals: dict[tuple[Any, ...], int] = {("all", *c): n for c, n in delta.cells.items() if n}
+    totals.update({("day", *c): n for c, n in delta.days.items() if n})
+    return totals
+
+
 @transaction.atomic
 def rebuild_tallies() -> Rebuild:
     """Recount every operation's tallies and the ledger from the results and verdicts.
@@ -383,43 +418,21 @@ def rebuild_tallies() -> Rebuild:
         with connection.cursor() as cursor:
             quoted = ", ".join(connection.ops.quote_name(t) for t in tables)
             cursor.execute(f"LOCK TABLE {quoted} IN EXCLUSIVE MODE")
-    humans: dict[Any, tuple[str, str | None]] = {}
-    for result_id, score_type, value in (
-        human_scores()
-        .filter(attack_result__isnull=False)
-        .values_list("attack_result_id", "score_type", "score_value")
-        .iterator(chunk_size=REBUILD_CHUNK)
-    ):
-        humans.setdefault(result_id, (score_type, value))
-    reviewed = set(
-        human_verdicts()
-        .filter(attack_result__isnull=False)
-        .order_by()
-        .values_list("attack_result_id", flat=True)
-        .distinct()
-    )
     for model in (TalliedResult, OutcomeTally, DailyOutcomeTally):
         model._base_manager.all().delete()
     delta = _Delta()
     results = 0
     ledger: list[dict[str, Any]] = []
-    rows = AttackResult.objects.order_by().values(*_FIELDS)
-    for row in rows.iterator(chunk_size=REBUILD_CHUNK):
+    for pk, state in _recount():
         results += 1
-        state = _State.of(row, humans.get(row["pk"]), row["pk"] in reviewed)
         delta.add(state, +1)
-        ledger.append(state.ledger(row["pk"]))
+        ledger.append(state.ledger(pk))
         if len(ledger) >= REBUILD_CHUNK:
             insert_rows(TalliedResult, ledger)
             ledger = []
     insert_rows(TalliedResult, ledger)
-    insert_rows(
-        OutcomeTally, _tally_rows(("operation_key", "dimension", "key", "outcome"), delta.cells)
-    )
-    insert_rows(
-        DailyOutcomeTally,
-        _tally_rows(("operation_key", "dimension", "key", "day", "outcome"), delta.days),
-    )
+    insert_rows(OutcomeTally, _tally_rows(_CELL, delta.cells))
+    insert_rows(DailyOutcomeTally, _tally_rows(_DAY_CELL, delta.days))
     return Rebuild(
         results=results,
         cells=len(delta.cells),
@@ -437,14 +450,16 @@ def _tally_rows(
     ]
 
 
-def tally_totals() -> dict[tuple[Any, ...], int]:
+def tally_totals(using: str | None = None) -> dict[tuple[Any, ...], int]:
     """Every non-zero cell of both tables, shards summed: what a recount must reproduce
     (a check for `refresh_dashboard --check` and the tests; reads every cell)."""
     totals: dict[tuple[Any, ...], int] = {}
-    for row in OutcomeTally.objects.values(*_CELL).annotate(n=Sum("count")).order_by():
+    cells = OutcomeTally.objects.using(using).values(*_CELL)
+    for row in cells.annotate(n=Sum("count")).order_by():
         if row["n"]:
             totals[("all", *(row[c] for c in _CELL))] = row["n"]
-    for row in DailyOutcomeTally.objects.values(*_DAY_CELL).annotate(n=Sum("count")).order_by():
+    days = DailyOutcomeTally.objects.using(using).values(*_DAY_CELL)
+    for row in days.annotate(n=Sum("count")).order_by():
         if row["n"]:
             totals[("day", *(row[c] for c in _DAY_CELL))] = row["n"]
     return totals
