@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import DEFAULT_DB_ALIAS, router
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
@@ -39,9 +40,10 @@ def _untally_deleted_result(
     retally([instance.pk])
 
 
-def build_missing_tallies(**kwargs: Any) -> None:
-    """post_migrate: count every result once when none was ever tallied."""
-    if tallies_missing():
+def build_missing_tallies(using: str = DEFAULT_DB_ALIAS, **kwargs: Any) -> None:
+    """post_migrate: count every result once when none was ever tallied (in the database
+    the application writes to; another alias is left to `refresh_dashboard`)."""
+    if using == router.db_for_write(AttackResult) and tallies_missing(using):
         rebuild_tallies()
 
 

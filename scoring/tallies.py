@@ -465,10 +465,13 @@ def tally_totals(using: str | None = None) -> dict[tuple[Any, ...], int]:
     return totals
 
 
-def tallies_missing() -> bool:
+def tallies_missing(using: str | None = None) -> bool:
     """True when results exist that the ledger never counted (tallies never built: a
     database from before incremental tallies)."""
-    return AttackResult.objects.exists() and not TalliedResult.objects.exists()
+    return (
+        AttackResult.objects.using(using).exists()
+        and not TalliedResult.objects.using(using).exists()
+    )
 
 
 # --- reading -------------------------------------------------------------------------------

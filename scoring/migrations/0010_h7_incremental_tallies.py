@@ -9,7 +9,8 @@ from django.db import migrations, models
 def forget_snapshot_tallies(apps, schema_editor):
     """The snapshot's rows count differently (no shards, a watermark): they go, and the
     tallies are counted afresh after migrate (scoring.signals.build_missing_tallies)."""
-    apps.get_model("scoring", "OutcomeTally").objects.all().delete()
+    alias = schema_editor.connection.alias
+    apps.get_model("scoring", "OutcomeTally").objects.using(alias).all().delete()
 
 
 class Migration(migrations.Migration):
