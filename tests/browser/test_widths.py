@@ -271,6 +271,7 @@ def _pages(ids: dict[str, str]) -> list[str]:
         f"/scenarios/{ids['scenario']}/",
         "/dashboard/",
         "/dashboard/?label_key=long",
+        "/dashboard/?label_key=long&trend_by=label&period=day",
         "/identifiers/",
         "/identifiers/?q=W0000",
         f"/identifiers/{ids['target']}/",
