@@ -59,8 +59,16 @@ def trend_chart(trend: Trend) -> dict[str, Any]:
                 lines.append(" ".join(f"{q.x},{q.y}" for q in run))
             run = []
         series.append({"index": j, "series": s, "points": [p for p in points if p], "lines": lines})
-    step = max(1, (n - 1) // (X_LABELS - 1)) if n > 1 else 1
-    labels = [{"x": _x(i, n), "text": f"{trend.rows[i].start:%m-%d}"} for i in range(0, n, step)]
+    # The first and last periods and a few evenly between, anchored so none is clipped.
+    shown = sorted({round(k * (n - 1) / (X_LABELS - 1)) for k in range(X_LABELS)}) if n else []
+    labels = [
+        {
+            "x": _x(i, n),
+            "text": f"{trend.rows[i].start:%m-%d}",
+            "anchor": "start" if i == 0 and n > 1 else "end" if i == n - 1 and n > 1 else "middle",
+        }
+        for i in shown
+    ]
     return {
         "width": WIDTH,
         "height": HEIGHT,

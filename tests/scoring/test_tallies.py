@@ -532,3 +532,32 @@ def test_concurrent_verdicts_on_one_result_count_it_once() -> None:
     results, _, reviewed = _headline()
     assert (results, reviewed) == (1, 1)
     _exact()
+
+
+def test_trend_chart_breaks_lines_at_empty_periods_and_keeps_labels_inside() -> None:
+    from redteam.core.outcomes import OutcomeCounts
+    from scoring.tallies import Series, Trend, TrendRow
+    from scoring.trend_chart import trend_chart
+
+    def counts(success: int, failure: int) -> OutcomeCounts:
+        c = OutcomeCounts()
+        c.add("success", success)
+        c.add("failure", failure)
+        return c
+
+    start = date(2026, 3, 2)
+    rows = [
+        TrendRow(start=start + timedelta(days=7 * i), end=start, counts=[counts(*pair)])
+        for i, pair in enumerate([(1, 1), (2, 0), (0, 0), (0, 3), (1, 3)])
+    ]
+    chart = trend_chart(Trend("week", "all", [Series("all", "all results")], rows))
+    [series] = chart["series"]
+    assert len(series["points"]) == 4  # the empty week has no point...
+    assert len(series["lines"]) == 2  # ...and breaks the line in two
+    ys = [p.y for p in series["points"]]
+    assert ys[1] == chart["grid"][-1]["y"]  # 100% on the top gridline
+    assert ys[2] == chart["grid"][0]["y"]  # 0% on the bottom one
+    anchors = [label["anchor"] for label in chart["x_labels"]]
+    assert anchors[0] == "start"
+    assert anchors[-1] == "end"
+    assert chart["x_labels"][-1]["text"] == "03-30"
