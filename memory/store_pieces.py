@@ -18,6 +18,7 @@ from memory.bulk import (
     insert_together,
     store_identifier_uses,
 )
+from memory.hooks import announce, relabelled, summary_keys
 from memory.models import Conversation, MessagePiece, PieceConverter
 from memory.ownership import (
     NOT_WRITABLE,
@@ -329,6 +330,7 @@ def _decide_pieces(
     """Compare candidates with stored rows, then insert the new ones (see store_pieces)."""
     conversation_ids = {e.parsed.row["conversation_id"] for e in candidates}
     conversations = lock_conversations(conversation_ids)
+    before = summary_keys(conversations)
     ids = [pid for e in candidates if (pid := e.parsed.id) is not None]
     sequences = sorted({e.parsed.row["sequence"] for e in candidates})
     # Two index lookups in one statement (primary key; conversation+sequence): an OR of the
@@ -473,6 +475,8 @@ def _decide_pieces(
         )
         changed += _revised_labels(conversations, revised, {c.pk for c in changed})
     bulk_update(Conversation, changed, CONVERSATION_SUMMARY_FIELDS)
+    # Results of a conversation count under its labels and harm categories too.
+    announce(conversation_ids=relabelled(conversations, before))
     placer.finish()
     drop_empty_stubs(conversations, {p.row["conversation_id"] for p in new})
 

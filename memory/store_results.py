@@ -11,6 +11,7 @@ from django.db.models import Exists, F, OuterRef, Subquery
 from django.utils import timezone
 
 from memory.bulk import bulk_update, insert_rows, store_identifier_uses
+from memory.hooks import announce, relabelled, summary_keys
 from memory.models import AttackResult, Conversation, ConversationReference
 from memory.ownership import (
     NOT_WRITABLE,
@@ -195,6 +196,7 @@ def _decide_results(
         latest_result_timestamp=Subquery(latest.values("timestamp")[:1]),
         has_results=Exists(latest),
     )
+    before = summary_keys(conversations)
     related_ids = {ref["conversation_id"] for e in valid for ref in e.parsed.related} - set(
         conversations
     )
@@ -270,6 +272,8 @@ def _decide_results(
         changed,
         ["outcome", "attack_class", "labels", "harm_categories", "updated_at"],
     )
+    # In the same transaction: the dashboard's tallies count the new results (scoring).
+    announce(result_ids=[r.id for r in new], conversation_ids=relabelled(conversations, before))
     placer.finish()
     drop_empty_stubs(conversations, {r.row["conversation_id"] for r in new})
 

@@ -12,5 +12,9 @@ class ScoringConfig(AppConfig):
     name = "scoring"
 
     def ready(self) -> None:
-        """Connect the verdict deletion audit."""
-        from scoring import signals  # noqa: F401
+        """Connect the tallies to ingestion, and the verdict deletion audit."""
+        from django.db.models.signals import post_migrate
+
+        from scoring import signals
+
+        post_migrate.connect(signals.build_missing_tallies, sender=self)

@@ -307,9 +307,8 @@ def refresh_review_states(operation_ids: Iterable[int] | None = None) -> list[Ch
     moved = [c.result_id for c in changes if c.before != c.after]
     if moved:
         refresh_conversation_outcomes(moved)
-        # The dashboard's snapshot counted these results under their former status, and no
-        # verdict newer than it says they changed: recount (a rare, admin-made change).
-        from scoring.tallies import refresh_outcome_tallies
+        # The dashboard counted these results under their former status.
+        from scoring.tallies import retally
 
-        refresh_outcome_tallies()
+        retally(moved)
     return changes

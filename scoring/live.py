@@ -28,7 +28,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from memory.models import AttackResult, Conversation
-from redteam.common.access import scope_for
+from redteam.common.access import Scope, scope_for
 from redteam.common.live import (
     BadCursor,
     LivePage,
@@ -40,7 +40,6 @@ from redteam.common.live import (
 )
 from redteam.common.roles import viewer_required
 from scoring.queues import SKIP_ANNOTATION, QueueWalk, queue_for
-from scoring.tallies import Dashboard
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User as AccountUser
@@ -205,10 +204,18 @@ def live_queue(request: HttpRequest, slug: str) -> JsonResponse:
 # ---------------------------------------------------------------------------------------------
 
 
-def dashboard_live(data: Dashboard) -> LivePage:
-    """Polling for the dashboard: results ingested after the newest one it counted."""
-    marker = Marker(*data.newest) if data.newest is not None else Marker(data.snapshot.watermark)
-    return live_page(reverse("scoring:live_dashboard"), urlencode({"since": marker.token()}))
+def dashboard_live(scope: Scope) -> LivePage:
+    """Polling for the dashboard: results ingested after the newest visible one, which its
+    counts (kept with every ingest) already hold. One query, the ingest-order index's head."""
+    newest = (
+        AttackResult.objects.visible_to(scope)
+        .order_by(f"-{RESULTS_TS}", f"-{RESULTS_PK}")
+        .values_list(RESULTS_TS, RESULTS_PK)
+        .first()
+    )
+    # No result yet: every result that arrives is new.
+    query = urlencode({"since": Marker(*newest).token()}) if newest is not None else ""
+    return live_page(reverse("scoring:live_dashboard"), query)
 
 
 @require_GET

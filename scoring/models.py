@@ -22,60 +22,104 @@ from scoring.verdict_fields import VerdictFields
 class OutcomeTally(models.Model):
     """Attack-result counts per operation, dashboard dimension, key and effective outcome.
 
-    Rebuilt by `scoring.tallies.refresh_outcome_tallies`; the dashboard sums the rows of the
-    viewer's operations and adds the results and verdicts that arrived after the snapshot, so
-    it reads a few hundred rows per operation, never the attack-result table. The effective
-    outcome is the latest human verdict when there is one.
+    Kept by `scoring.tallies` in the transaction that stores a result or a verdict, as
+    increments (INSERT ... ON CONFLICT DO UPDATE SET count = count + n): a cell's count is the
+    sum of its shards' rows, and a writer adds to the shard no concurrent writer holds (see
+    `scoring.tallies.SHARDS`), so concurrent ingests never queue on a popular cell. A shard
+    row may go negative (a result moved out of the cell by another writer's shard); the sum
+    does not. The dashboard sums the rows of the viewer's operations, never reading the
+    attack-result table; `refresh_dashboard` rebuilds them from scratch (a repair tool).
     """
 
     # The attack results' operation (None only for results stored without one).
     operation = models.ForeignKey(
         Operation, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
     )
-    # "harm_category", "attack", "converter", "target", or "label:<key>".
+    # operation_id, or 0 for none: NULLs are distinct in a unique index, so the conflict
+    # target of the increments names this column instead.
+    operation_key = models.BigIntegerField(default=0)
+    # "harm_category", "attack", "converter", "target", "reviewed", "all" or "label:<key>".
     dimension = ExactCharField(max_length=120)
     key = ExactCharField(max_length=300)
-    # What the dashboard shows for the key (e.g. "OpenAIChatTarget::1a2b3c4d" for a hash).
-    display = ExactCharField(max_length=300, blank=True, default="")
     outcome = ExactCharField(max_length=16)
-    count = models.PositiveIntegerField(default=0)
+    shard = models.SmallIntegerField(default=0)
+    count = models.BigIntegerField(default=0)
 
     objects = ScopedQuerySet["OutcomeTally"].as_manager()
     scope_path = "operation"
 
     class Meta:
         constraints = [
-            # The unique index also serves the dashboard's read: operation, then dimension.
             models.UniqueConstraint(
-                fields=["operation", "dimension", "key", "outcome"], name="outcome_tally_once"
-            ),
-            # NULLs are distinct in a unique index: results without an operation get their own.
-            models.UniqueConstraint(
-                fields=["dimension", "key", "outcome"],
-                condition=models.Q(operation__isnull=True),
-                name="outcome_tally_unplaced_once",
+                fields=["operation_key", "dimension", "key", "outcome", "shard"],
+                name="outcome_tally_cell",
             ),
         ]
+        indexes = [models.Index(fields=["dimension", "operation"], name="outcome_tally_read")]
 
     def __str__(self) -> str:
         return f"{self.dimension}={self.key} {self.outcome}: {self.count}"
 
 
-class TallySnapshot(models.Model):
-    """When the outcome tallies were last rebuilt: results ingested up to `watermark`.
+class DailyOutcomeTally(models.Model):
+    """OutcomeTally per UTC day of the result (its timestamp, or when it was ingested if it
+    has none or a later one): what "ASR over time" sums, per day or week."""
 
-    One snapshot covers every operation (a rebuild recounts them all at one watermark), so
-    the results added since are found with one condition whatever the viewer's operations.
-    """
+    operation = models.ForeignKey(
+        Operation, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    operation_key = models.BigIntegerField(default=0)
+    dimension = ExactCharField(max_length=120)
+    key = ExactCharField(max_length=300)
+    day = models.DateField()
+    outcome = ExactCharField(max_length=16)
+    shard = models.SmallIntegerField(default=0)
+    count = models.BigIntegerField(default=0)
 
-    watermark = models.DateTimeField()
-    taken_at = models.DateTimeField()
-    # Every operation's results (a viewer's share is the sum of their operations' tallies).
-    results = models.PositiveIntegerField(default=0)
-    duration_ms = models.PositiveIntegerField(default=0)
+    objects = ScopedQuerySet["DailyOutcomeTally"].as_manager()
+    scope_path = "operation"
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["operation_key", "dimension", "key", "day", "outcome", "shard"],
+                name="daily_outcome_tally_cell",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["dimension", "key", "day"], name="daily_outcome_tally_read")
+        ]
 
     def __str__(self) -> str:
-        return f"tallies up to {self.watermark:%Y-%m-%d %H:%M:%S}"
+        return f"{self.day} {self.dimension}={self.key} {self.outcome}: {self.count}"
+
+
+class TalliedResult(models.Model):
+    """What the tallies count for one attack result: its cells, as last written.
+
+    An event that may move a result (a verdict, a withdrawal, new labels on its conversation)
+    recomputes the result's cells and applies the difference with this row, under its row
+    lock, so two writers moving the same result cannot both subtract the old cells.
+    """
+
+    # No constraint and no cascade: when a result is deleted, its row is still here for the
+    # post_delete receiver (scoring.signals) to take its cells out of the counts.
+    attack_result = models.OneToOneField(
+        "memory.AttackResult",
+        primary_key=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="+",
+    )
+    operation_key = models.BigIntegerField(default=0)
+    day = models.DateField()
+    outcome = ExactCharField(max_length=16)
+    reviewed = models.BooleanField(default=False)
+    # [[dimension, key], ...]: every key the result counts under (scoring.tallies.result_keys).
+    keys = ExactJSONField(default=list)
+
+    def __str__(self) -> str:
+        return f"{self.attack_result_id}: {self.outcome}"
 
 
 class ReviewQueueQuerySet(ScopedQuerySet["ReviewQueue"]):

@@ -37,6 +37,7 @@ from redteam.common.typing import User
 from redteam.core.identity import LINE_PYRIT_VERSIONS, ComponentIdentifier
 from scoring.blind import refresh_review_state
 from scoring.review import effective_outcome, human_scores
+from scoring.tallies import retally
 from scoring.verdict_fields import (
     MAX_CATEGORY_CHARS,
     MAX_NOTES_CHARS,
@@ -395,6 +396,7 @@ def record_review(
     # newest result; human verdicts take precedence, so a verdict on that result updates it
     # (once blind review lets verdicts decide).
     _, status = _after_write(attack_result, deciding is not None)
+    retally([attack_result.pk])
     first = deciding or scores[0]
     record_audit(
         actor=reviewer,
@@ -536,6 +538,7 @@ def edit_review(
     if not created:
         return scores
     _, status = _after_write(attack_result, True)
+    retally([attack_result.pk])
     record_audit(
         actor=reviewer,
         action="verdict.edited",
@@ -572,6 +575,7 @@ def withdraw_review(*, reviewer: User, scope: Scope, submission: uuid.UUID) -> l
     for row in standing:
         row.withdrawn_at, row.withdrawn_by_id = now, reviewer.pk
     _, status = _after_write(attack_result, True)
+    retally([attack_result.pk])
     record_audit(
         actor=reviewer,
         action="verdict.withdrawn",

@@ -1,18 +1,50 @@
-"""Audit a human verdict however it is deleted (a cascade from its attack result, the shell).
+"""Receivers: the dashboard's tallies follow ingestion, and a deleted verdict is audited.
 
-The admin refuses to delete verdicts (scoring/admin.py); this keeps the trail complete for
-every other path, with the verdict's content in the event since the row itself is gone.
+Ingestion (memory.hooks) announces new results and relabelled conversations inside its
+transaction; the tallies are updated there (scoring.tallies.retally). A database whose
+results were never tallied (one from before incremental tallies) is counted once after
+`migrate`.
+
+The admin refuses to delete verdicts (scoring/admin.py); the audit receiver keeps the trail
+complete for every other path (a cascade from its attack result, the shell), with the
+verdict's content in the event since the row itself is gone.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.db import DEFAULT_DB_ALIAS, router
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
-from memory.models import Score, ScoreSource
+from memory.hooks import results_changed
+from memory.models import AttackResult, Score, ScoreSource
 from redteam.common.audit import record_audit
+from scoring.tallies import rebuild_tallies, retally, tallies_missing
+
+
+@receiver(results_changed)
+def _retally(
+    sender: object, result_ids: list[Any], conversation_ids: list[str], **kwargs: Any
+) -> None:
+    """Count the new results, and recount those of relabelled conversations."""
+    retally(result_ids, conversation_ids=conversation_ids, fresh=True)
+
+
+@receiver(post_delete, sender=AttackResult)
+def _untally_deleted_result(
+    sender: type[AttackResult], instance: AttackResult, **kwargs: Any
+) -> None:
+    """A deleted result (the shell; the services never delete one) leaves the counts."""
+    retally([instance.pk])
+
+
+def build_missing_tallies(using: str = DEFAULT_DB_ALIAS, **kwargs: Any) -> None:
+    """post_migrate: count every result once when none was ever tallied (in the database
+    the application writes to; another alias is left to `refresh_dashboard`)."""
+    if using == router.db_for_write(AttackResult) and tallies_missing(using):
+        rebuild_tallies()
 
 
 @receiver(post_delete, sender=Score)

@@ -31,7 +31,7 @@ from django.http import (
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from memory.filters import AttackResultFilterSet
 from memory.models import AttackResult, Conversation, IdentifierDump, MessagePiece, Score
@@ -79,12 +79,14 @@ from scoring.review import (
 )
 from scoring.services import record_review
 from scoring.tallies import (
+    ALL_DIMENSION,
     LABEL_PREFIX,
     NONE_KEY,
+    TREND_PERIODS,
     Chart,
     build_dashboard,
-    refresh_outcome_tallies,
 )
+from scoring.trend_chart import trend_chart
 from seeds.models import SeedDataset
 
 if TYPE_CHECKING:
@@ -631,37 +633,53 @@ FILTER_PARAMS = {
 }
 
 
-@require_http_methods(["GET", "POST"])
+TREND_CHOICES = (ALL_DIMENSION, *FILTER_PARAMS, "label")
+
+
+@require_GET
 @viewer_required
 def dashboard(request: HttpRequest) -> HttpResponse:
-    """Attack success by harm category, attack, converter, target and a chosen label, over
-    the viewer's operations (every operation for a superuser)."""
-    # Queries: session, user, memberships; snapshot; tallies of the shown dimensions (summed
-    # over the viewer's operations); label keys; results re-reviewed since the snapshot;
-    # results newer than the snapshot or re-reviewed.
+    """Attack success by harm category, attack, converter, target and a chosen label, and
+    over time by day or week, over the viewer's operations (every operation for a
+    superuser)."""
+    # Queries: session, user, memberships; the shown dimensions' tallies (summed over the
+    # viewer's operations); label keys; the shown targets' names; the latest day; the trend's
+    # daily tallies. None reads the attack results: the cost does not grow with them.
     scope = scope_for(request)
-    # The rebuild recounts every operation at once (one watermark for all): it reveals no
-    # count, so any reviewer may trigger it.
-    can_refresh = scope.records_any_verdicts()
-    if request.method == "POST":
-        if not can_refresh:
-            raise PermissionDenied("Refreshing the dashboard needs the reviewer role.")
-        refresh_outcome_tallies()
-        messages.success(request, "Dashboard counts rebuilt.")
-        return redirect(request.get_full_path())
     label_key = (request.GET.get("label_key") or "").strip()[:100] or None
-    data = build_dashboard(label_key, scope)
+    trend_by = request.GET.get("trend_by") or ALL_DIMENSION
+    if trend_by not in TREND_CHOICES or (trend_by == "label" and not label_key):
+        trend_by = ALL_DIMENSION
+    period = request.GET.get("period") or "week"
+    if period not in TREND_PERIODS:
+        period = "week"
+    dimension = f"{LABEL_PREFIX}{label_key}" if trend_by == "label" else trend_by
+    data = build_dashboard(label_key, scope, trend_by=dimension, period=period)
     charts = [_chart_context(chart) for chart in data.charts]
     context = {
         "data": data,
         "headline": data.headline,
         "charts": charts,
         "label_key": label_key,
-        "can_refresh": can_refresh,
         # Results ingested after the newest one counted here (static/js/live.js).
-        "live": dashboard_live(data),
+        "live": dashboard_live(scope),
+        "trend": data.trend,
+        "trend_by": trend_by,
+        "trend_choices": [
+            (c, _trend_title(c, label_key) if c != ALL_DIMENSION else "all results only")
+            for c in TREND_CHOICES
+            if c != "label" or label_key
+        ],
+        "trend_title": _trend_title(trend_by, label_key),
+        "period": period,
+        "trend_chart": trend_chart(data.trend),
     }
     return render(request, "scoring/dashboard.html", context)
+
+
+def _trend_title(choice: str, label_key: str | None) -> str:
+    """What a trend dimension is called on the page."""
+    return f"label {label_key}" if choice == "label" else choice.replace("_", " ")
 
 
 def _chart_context(chart: Chart) -> dict[str, Any]:

@@ -9,8 +9,9 @@ from django.db import migrations, models
 
 
 def drop_snapshot(apps: Any, schema_editor: Any) -> None:
-    apps.get_model("scoring", "OutcomeTally").objects.all().delete()
-    apps.get_model("scoring", "TallySnapshot").objects.all().delete()
+    alias = schema_editor.connection.alias
+    apps.get_model("scoring", "OutcomeTally").objects.using(alias).all().delete()
+    apps.get_model("scoring", "TallySnapshot").objects.using(alias).all().delete()
 
 
 class Migration(migrations.Migration):

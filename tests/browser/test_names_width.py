@@ -1,5 +1,6 @@
 """Names people know, in a browser: hostile long model names show as text on every list, and
-the identifier index and dashboard fit 800 and 1280 px without sideways scroll."""
+the identifier index and dashboard (its trend by target too) fit 800 and 1280 px without
+sideways scroll."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def test_pages_with_names_fit_the_width(
         assert page.locator("main b").count() == 0, path  # the markup stays text
     # The pages built here (the list pages' reflow is the table layout's own work, the
     # header the site frame's): nothing in their main content reaches past the viewport.
-    for path in ("/identifiers/", "/dashboard/"):
+    for path in ("/identifiers/", "/dashboard/", "/dashboard/?trend_by=target&period=day"):
         page.goto(path)
         wide = page.evaluate(
             """[...document.querySelectorAll('main *')]

@@ -274,6 +274,7 @@ def _pages(ids: dict[str, str]) -> list[str]:
         "/dashboard/",
         "/dashboard/?label_key=long",
         "/scorers/",
+        "/dashboard/?label_key=long&trend_by=label&period=day",
         "/identifiers/",
         "/identifiers/?q=W0000",
         f"/identifiers/{ids['target']}/",

@@ -20,6 +20,7 @@ from django.core.files.storage import default_storage
 from django.utils import timezone
 
 from memory.bulk import store_identifier_uses
+from memory.hooks import announce
 from memory.models import (
     AttackResult,
     Conversation,
@@ -364,4 +365,6 @@ def make_attack_result(
             attack_result=result, conversation_id=conversation_id, conversation_type=kind
         )
     refresh_summary(conversation)
+    # As ingestion does: the dashboard's tallies count the result in this transaction.
+    announce(result_ids=[result.pk], conversation_ids=[conversation.pk])
     return result

@@ -1,4 +1,5 @@
-"""Synthetic PyRIT 1.x memory for load and fault tests: whole messages plus their scores."""
+"""Synthetic PyRIT 1.x memory for load and fault tests: whole messages plus their scores, and
+(optionally) each conversation's attack result on its last message."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class Message:
     sequence: int
     pieces: tuple[dict[str, Any], ...]
     scores: tuple[dict[str, Any], ...]
+    results: tuple[dict[str, Any], ...] = ()
 
 
 def scorer_template(fixtures_dir: Path) -> dict[str, Any]:
@@ -64,6 +66,39 @@ def make_score(template: dict[str, Any], piece: dict[str, Any], ts: datetime) ->
     return score
 
 
+OUTCOMES = ("success", "failure", "undetermined", "error")
+HARMS = ("fraud", "hate", "cyber")
+
+
+def make_result(conversation_id: str, rng: random.Random, ts: datetime) -> dict[str, Any]:
+    """A 1.x AttackResult of the conversation (no embedded piece or score), with a random
+    outcome, harm categories and label: what the dashboard's tallies count."""
+    return {
+        "conversation_id": conversation_id,
+        "objective": "load the dashboard",
+        "attack_result_id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+        "atomic_attack_identifier": None,
+        "last_response": None,
+        "last_score": None,
+        "executed_turns": 1,
+        "execution_time_ms": 10,
+        "outcome": rng.choice(OUTCOMES),
+        "outcome_reason": None,
+        "timestamp": ts.isoformat().replace("+00:00", "Z"),
+        "related_conversations": [],
+        "metadata": {},
+        "labels": {"team": f"t{rng.randrange(3)}"},
+        "targeted_harm_categories": rng.sample(HARMS, rng.randint(0, 2)),
+        "error_message": None,
+        "error_type": None,
+        "error_traceback": None,
+        "retry_events": [],
+        "total_retries": 0,
+        "attribution_parent_id": None,
+        "attribution_data": None,
+    }
+
+
 def make_corpus(
     template: dict[str, Any],
     *,
@@ -72,8 +107,10 @@ def make_corpus(
     seed: int,
     max_pieces: int = 3,
     value_size: int = 200,
+    results: bool = False,
 ) -> list[Message]:
-    """`conversations` x `turns` messages, 1..max_pieces pieces each, assistant turns scored."""
+    """`conversations` x `turns` messages, 1..max_pieces pieces each, assistant turns scored;
+    with `results`, each conversation's last message carries its attack result."""
     rng = random.Random(seed)
     start = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=rng.randrange(10**6))
     messages: list[Message] = []
@@ -95,7 +132,9 @@ def make_corpus(
             scores: tuple[dict[str, Any], ...] = ()
             if role == "assistant":
                 scores = (make_score(template, pieces[0], ts),)
-            messages.append(Message(conversation_id, seq, pieces, scores))
+            last = results and seq == turns - 1
+            result = (make_result(conversation_id, rng, ts),) if last else ()
+            messages.append(Message(conversation_id, seq, pieces, scores, result))
     return messages
 
 
@@ -106,4 +145,7 @@ def batch_body(messages: list[Message]) -> bytes:
     payload: dict[str, Any] = {"message_pieces": pieces}
     if scores:
         payload["scores"] = scores
+    results = [r for m in messages for r in m.results]
+    if results:
+        payload["attack_results"] = results
     return json.dumps(payload).encode()

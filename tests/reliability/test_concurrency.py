@@ -3,8 +3,9 @@
 Every client sends the whole corpus in its own random order and batch sizes, so each message
 arrives several times at once through different workers; one request in five is cut off
 (half the body sent, or the answer never read) and retried. Afterwards the database must hold
-exactly the distinct pieces and scores sent: none missing, none twice, no message missing a
-piece, conversation summaries matching their pieces, and no 5xx answer along the way.
+exactly the distinct pieces, scores and attack results sent: none missing, none twice, no
+message missing a piece, conversation summaries matching their pieces, the dashboard's tallies
+equal to a recount (each result counted once), and no 5xx answer along the way.
 
 Bounded: at most RELIABILITY_SECONDS (default 20 s) of sending and a fixed number of batches.
 """
@@ -23,7 +24,9 @@ from typing import Any
 import pytest
 from django.db.models import Count
 
-from memory.models import Conversation, MessagePiece, Score
+from memory.models import AttackResult, Conversation, MessagePiece, Score
+from scoring.models import OutcomeTally
+from scoring.tallies import recounted_totals, tally_totals
 from tests.reliability.conftest import ServedApp
 from tests.reliability.loadclient import ClientConfig, ClientReport, run_client
 from tests.reliability.payloads import Message, batch_body, make_corpus, scorer_template
@@ -53,9 +56,11 @@ def _client_batches(
     ids: list[list[str]] = []
     for chunk in chunks:
         bodies.append(batch_body(chunk))
-        item_ids = [p["id"] for m in chunk for p in m.pieces] + [
-            s["id"] for m in chunk for s in m.scores
-        ]
+        item_ids = (
+            [p["id"] for m in chunk for p in m.pieces]
+            + [s["id"] for m in chunk for s in m.scores]
+            + [r["attack_result_id"] for m in chunk for r in m.results]
+        )
         sizes.append(len(item_ids))
         ids.append(item_ids)
     return bodies, sizes, ids
@@ -65,11 +70,13 @@ def test_concurrent_overlapping_batches_with_cut_connections_lose_and_duplicate_
     served: ServedApp, fixtures_dir: Path
 ) -> None:
     seed = random.SystemRandom().randrange(2**32)
-    corpus = make_corpus(scorer_template(fixtures_dir), conversations=40, turns=6, seed=seed)
+    corpus = make_corpus(
+        scorer_template(fixtures_dir), conversations=40, turns=6, seed=seed, results=True
+    )
     # Eight messages that every client sends first, all at the same moment: guaranteed overlap
     # (the rest overlaps by chance, as each client pushes the whole corpus in its own order).
     hot = corpus[:8]
-    hot_items = sum(len(m.pieces) + len(m.scores) for m in hot)
+    hot_items = sum(len(m.pieces) + len(m.scores) + len(m.results) for m in hot)
     _, key = served.make_key("ingest", "read")
     log_start = len(served.log)
     deadline = time.monotonic() + SECONDS
@@ -91,19 +98,32 @@ def test_concurrent_overlapping_batches_with_cut_connections_lose_and_duplicate_
             )
         )
     # spawn: the clients are plain stdlib processes, sharing nothing with this Django process.
+    pushed_at = time.monotonic()
     with multiprocessing.get_context("spawn").Pool(CLIENTS) as pool:
         reports: list[ClientReport] = pool.map_async(run_client, configs).get(timeout=SECONDS + 120)
+    push_seconds = round(time.monotonic() - pushed_at, 2)
 
     sent = set().union(*(r.sent_ids for r in reports))
     piece_by_id = {p["id"]: (m, p) for m in corpus for p in m.pieces}
     sent_pieces = {i for i in sent if i in piece_by_id}
-    sent_scores = sent - sent_pieces
+    result_ids = {r["attack_result_id"] for m in corpus for r in m.results}
+    sent_results = sent & result_ids
+    sent_scores = sent - sent_pieces - sent_results
 
     alias = served.alias
     stored_piece_rows = list(
         MessagePiece.objects.using(alias).values_list("id", "conversation_id", "sequence")
     )
     stored_score_rows = list(Score.objects.using(alias).values_list("id", flat=True))
+    stored_result_ids = [
+        str(r) for r in AttackResult.objects.using(alias).values_list("pk", flat=True)
+    ]
+    # The dashboard's tallies, kept by each ingest under concurrent batches and retries,
+    # equal a recount: no result lost or counted twice (the "all" cells count each once).
+    kept = tally_totals(using=alias)
+    recounted = recounted_totals(using=alias)
+    tallied_results = sum(n for k, n in kept.items() if k[0] == "all" and k[2] == "all")
+    shards_used = len(set(OutcomeTally.objects.using(alias).values_list("shard", flat=True)))
     stored_piece_ids = [str(row[0]) for row in stored_piece_rows]
     stored_score_ids = [str(s) for s in stored_score_rows]
     duplicates = (len(stored_piece_ids) - len(set(stored_piece_ids))) + (
@@ -155,6 +175,10 @@ def test_concurrent_overlapping_batches_with_cut_connections_lose_and_duplicate_
         "duplicates": duplicates,
         "server_errors_5xx": sum(r.server_errors for r in reports),
         "half_written_messages": len(half_written),
+        "results_stored": len(stored_result_ids),
+        "results_tallied": tallied_results,
+        "tally_shards_used": shards_used,
+        "push_seconds": push_seconds,
     }
     print("\nreliability figures:", json.dumps(figures, sort_keys=True))
 
@@ -170,6 +194,9 @@ def test_concurrent_overlapping_batches_with_cut_connections_lose_and_duplicate_
     assert figures["items_pushed"] >= len(sent) + (CLIENTS - 1) * hot_items
     assert set(stored_piece_ids) == sent_pieces
     assert set(stored_score_ids) == sent_scores
+    assert sorted(stored_result_ids) == sorted(sent_results)
+    assert kept == recounted
+    assert tallied_results == len(sent_results)
     assert duplicates == 0
     assert half_written == []
     assert set(summaries) == {m.conversation_id for m in corpus if m.pieces[0]["id"] in sent}

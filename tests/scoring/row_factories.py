@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from memory.models import AttackResult, MessagePiece, Score
 from redteam.core.identity import ComponentIdentifier as CoreIdentifier
+from scoring.tallies import retally
 from tests.access import grant_everywhere
 from tests.memory.row_factories import core_scorer, operation_named, store_identifier
 
@@ -46,7 +47,7 @@ def make_score(
     else:
         operation = operation_named(None)
     parsed = store_identifier(scorer or core_scorer(), operation)
-    return Score.objects.create(
+    score = Score.objects.create(
         id=uuid.uuid4(),
         operation=operation,
         score_value=value,
@@ -65,3 +66,7 @@ def make_score(
         attack_result=attack_result,
         reviewer=reviewer,
     )
+    if attack_result is not None and source == "human":
+        # As the verdict services do: the dashboard's tallies follow the verdict.
+        retally([attack_result.pk])
+    return score

@@ -14,13 +14,12 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
-from django.utils import timezone
 
 from memory.models import AttackResult, Score
 from redteam.common.access import Scope, user_scope
 from redteam.core.identity import ComponentIdentifier as CoreIdentifier
 from scoring.services import record_verdict
-from scoring.tallies import build_dashboard, refresh_outcome_tallies
+from scoring.tallies import build_dashboard, rebuild_tallies
 from tests.memory.row_factories import (
     core_atomic_attack,
     core_scorer,
@@ -83,11 +82,11 @@ def test_two_of_three_is_67_percent_on_the_page(reviewer_client: Client) -> None
     assert "95% interval 21\u201394%" in html  # an en dash
 
 
-def test_share_reviewed_is_exact_before_and_after_a_rebuild(reviewer: User) -> None:
+def test_share_reviewed_is_exact_as_recorded_and_after_a_rebuild(reviewer: User) -> None:
     results = _results(["success", "failure", "failure", "undetermined"])
-    refresh_outcome_tallies(watermark=timezone.now())
+    rebuild_tallies()
     assert build_dashboard(None, EVERYTHING).headline.reviewed == 0
-    # Verdicts after the snapshot are counted live; a second verdict counts the result once.
+    # Verdicts are counted as recorded; a second verdict counts the result once.
     _verdict(results[0], reviewer, False)
     _verdict(results[0], reviewer, True)
     _verdict(results[1], reviewer, True)
@@ -95,7 +94,7 @@ def test_share_reviewed_is_exact_before_and_after_a_rebuild(reviewer: User) -> N
     assert live.reviewed == 2
     assert live.reviewed_percent == 50
     assert live.rate.successes == 2  # results[1]'s verdict turned a failure into a success
-    refresh_outcome_tallies(watermark=timezone.now())
+    rebuild_tallies()
     rebuilt = build_dashboard(None, EVERYTHING).headline
     assert (rebuilt.reviewed, rebuilt.rate.successes, rebuilt.results) == (2, 2, 4)
 
@@ -105,25 +104,22 @@ def test_empty_dashboard_says_so(reviewer_client: Client) -> None:
     assert "No attack results in your operations yet." in html
 
 
-def test_snapshot_is_explained_in_plain_words(reviewer_client: Client) -> None:
+def test_counts_are_explained_in_plain_words(reviewer_client: Client) -> None:
     _results(["success"])
-    refresh_outcome_tallies(watermark=timezone.now())
-    _results(["failure", "failure"])
     html = reviewer_client.get(reverse("scoring:dashboard")).content.decode()
     assert "Counts are exact as of this page" in html
-    assert "counted 1 result ingested up to" in html
-    assert "the 2 results that arrived or got a new human verdict since are counted live" in html
+    assert "in the same transaction that stores it" in html
 
 
 def test_target_bars_use_the_model_name_with_the_hash_short(reviewer_client: Client) -> None:
     target = _judge_target()
     _results(["success"], target=target)
-    refresh_outcome_tallies(watermark=timezone.now())
+    rebuild_tallies()
     _results(["failure"], target=core_target(model_name="late-model"))
     dashboard = build_dashboard(None, EVERYTHING)
     chart = next(c for c in dashboard.charts if c.dimension == "target")
     names = {b.display for b in chart.bars}
-    # From the snapshot and from the live correction alike.
+    # Counted by a recount and as stored alike.
     assert names == {"OpenAIChatTarget · judge-deploy", "OpenAIChatTarget · late-model"}
     html = reviewer_client.get(reverse("scoring:dashboard")).content.decode()
     assert "OpenAIChatTarget · judge-deploy" in html
@@ -135,12 +131,13 @@ def test_dashboard_with_headline_costs_constant_queries(
     reviewer_client: Client, reviewer: User, django_assert_num_queries: Any, n: int
 ) -> None:
     results = _results(["success", "failure"] * n)
-    refresh_outcome_tallies(watermark=timezone.now())
+    rebuild_tallies()
     for result in results[:n]:
         make_score(attack_result=result, source="human", reviewer=reviewer, value="true")
     _results(["error"] * n, target=core_target(model_name=f"m{n}"))
-    # session, user, memberships; snapshot; tallies; label keys; re-reviewed ids; live rows.
-    with django_assert_num_queries(8):
+    # session, user, memberships; tallies; label keys; target names; latest day; trend cells;
+    # the newest visible result (the live banner's marker).
+    with django_assert_num_queries(9):
         response = reviewer_client.get(reverse("scoring:dashboard"))
     headline = response.context["headline"]
     assert headline.results == 3 * n

@@ -16,7 +16,6 @@ from django.utils import timezone
 from memory.models import Conversation
 from redteam.common.live import LIVE_LIMIT, Marker
 from scoring.models import ReviewQueue, ReviewSkip
-from scoring.tallies import refresh_outcome_tallies
 from tests.memory.row_factories import (
     PieceSpec,
     make_attack_result,
@@ -325,7 +324,6 @@ def test_the_dashboard_counts_results_after_the_newest_it_counted(
     reviewer_client: Client,
 ) -> None:
     make_attack_result(make_conversation(2), outcome="success")
-    refresh_outcome_tallies(watermark=timezone.now())
     url = _live_url(reviewer_client.get(reverse("scoring:dashboard")))
     assert _ask(reviewer_client, url)["new"] == 0
     make_attack_result(make_conversation(2))

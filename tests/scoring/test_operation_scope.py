@@ -10,13 +10,12 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
-from django.utils import timezone
 
 from memory.models import AttackResult, Conversation, Score
 from redteam.common.access import Scope, user_scope
 from redteam.common.models import Operation
 from scoring.services import record_verdict
-from scoring.tallies import build_dashboard, refresh_outcome_tallies
+from scoring.tallies import build_dashboard, rebuild_tallies
 from tests.access import grant
 from tests.memory.row_factories import make_attack_result, make_conversation
 from tests.scoring.row_factories import PASSWORD, make_score
@@ -205,9 +204,8 @@ def _totals(dashboard: Any, dimension: str) -> dict[str, int]:
 def test_dashboard_counts_only_the_members_operations(
     alice: Client, mine: Attempt, theirs: Attempt
 ) -> None:
-    # Snapshot part: one result in each operation.
-    refresh_outcome_tallies(watermark=timezone.now())
-    # Delta part: one more in each, and a verdict on the other operation's snapshot result.
+    # One result in each operation, then one more in each, and a verdict on the other
+    # operation's first result: every one counted as it is stored.
     _attempt(MINE, "conv-mine-2", outcome="failure", harm_categories=["fraud"])
     _attempt(THEIRS, "conv-theirs-2", harm_categories=["their-secret-harm"])
     record_verdict(
@@ -222,20 +220,20 @@ def test_dashboard_counts_only_the_members_operations(
     data = response.context["data"]
     assert _totals(data, "harm_category") == {"fraud": 2}
     assert _totals(data, "attack") == {"PromptSendingAttack": 2}
-    assert (data.snapshot_results, data.live_results) == (1, 1)
+    assert data.headline.results == 2
+    assert [r.counts[0].total for r in data.trend.rows if r.counts[0].total] == [2]
     assert "their_label" not in data.label_keys
     assert _totals(data, "label:their_label") == {}
     html = response.content.decode()
     assert "their-secret-harm" not in html
-    assert "counted 1 result ingested up to" in html
     # The same tallies summed for everyone: both operations' results.
     everything = build_dashboard(None, Scope.everything_scope())
     assert _totals(everything, "harm_category") == {"fraud": 2, "their-secret-harm": 2}
-    assert everything.snapshot_results == 2
+    assert everything.headline.results == 4
 
 
 def test_dashboard_of_a_member_of_both_operations_sums_them(mine: Attempt, theirs: Attempt) -> None:
-    refresh_outcome_tallies(watermark=timezone.now())
+    rebuild_tallies()
     both = User.objects.create_user("bo")
     grant(both, MINE, "read-only")
     grant(both, THEIRS, "lead")
@@ -313,7 +311,7 @@ def test_scoped_pages_cost_the_same_queries_at_any_size(
         for operation in (MINE, THEIRS):
             result = _attempt(operation, f"{operation}-{i}", outcome="success").result
             make_score(attack_result=result, source="human", value="false")
-    refresh_outcome_tallies(watermark=timezone.now())
+    rebuild_tallies()
     _attempt(MINE, "mine-late")
     _attempt(THEIRS, "theirs-late")
     client = _member("alice", **{MINE: "reviewer"})
@@ -338,4 +336,4 @@ def test_scoped_pages_cost_the_same_queries_at_any_size(
     assert len(disagree.context["rows"]) == n
     objective = client.get(reverse("scoring:objective_detail", args=[first.objective_sha256]))
     assert len(objective.context["attempts"]) == min(n + 1, 24)
-    assert client.get(reverse("scoring:dashboard")).context["data"].snapshot_results == n
+    assert client.get(reverse("scoring:dashboard")).context["data"].headline.results == n + 1

@@ -28,7 +28,7 @@ from scoring.review import (
     with_human_success,
 )
 from scoring.services import edit_review, record_review, record_verdict, withdraw_review
-from scoring.tallies import build_dashboard, refresh_outcome_tallies
+from scoring.tallies import build_dashboard, rebuild_tallies
 from scoring.verdict_fields import (
     MAX_CATEGORY_CHARS,
     MAX_NOTES_CHARS,
@@ -200,7 +200,7 @@ def test_a_category_marks_the_result_reviewed_but_never_decides_its_outcome(
     assert _success(results) is None
     assert latest_human_verdicts([result.pk], user_scope(judge)) == {}
     assert Conversation.objects.get(pk=result.conversation_id).outcome == "success"
-    refresh_outcome_tallies()
+    rebuild_tallies()
     dashboard = build_dashboard(None, user_scope(judge))
     [attack_bar] = dashboard.charts[1].bars
     assert attack_bar.counts["success"] == 1
@@ -307,7 +307,7 @@ def test_edit_and_undo_move_the_effective_outcome_and_keep_the_history(
     scope = user_scope(judge)
     token, correction = uuid.uuid4(), uuid.uuid4()
     _review(result, judge, token, fields=VerdictFields(), objective=False)
-    refresh_outcome_tallies()
+    rebuild_tallies()
     edited = edit_review(
         reviewer=judge,
         scope=scope,
@@ -378,13 +378,13 @@ def test_the_dashboard_counts_a_category_review_as_reviewed_not_as_an_outcome(
     result: Any, judge: User
 ) -> None:
     scope = user_scope(judge)
-    refresh_outcome_tallies()
+    rebuild_tallies()
     # After the snapshot: counted live.
     _review(result, judge, fields=CATEGORY_ONLY, category="refused")
     live = build_dashboard(None, scope).headline
     assert (live.reviewed, live.rate.successes) == (1, 1)
     # In the snapshot.
-    refresh_outcome_tallies()
+    rebuild_tallies()
     stored = build_dashboard(None, scope).headline
     assert (stored.reviewed, stored.rate.successes) == (1, 1)
 
@@ -393,7 +393,7 @@ def test_an_undo_after_the_snapshot_is_counted_live(result: Any, judge: User) ->
     scope = user_scope(judge)
     token = _review(result, judge, fields=VerdictFields(), objective=False)[0].verdict_submission
     assert token is not None
-    refresh_outcome_tallies()
+    rebuild_tallies()
     before = build_dashboard(None, scope).headline
     assert (before.reviewed, before.rate.successes) == (1, 0)
     withdraw_review(reviewer=judge, scope=scope, submission=token)

@@ -6,16 +6,16 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.management import CommandError
 from django.test import Client
 from django.urls import reverse
-from django.utils import timezone
 
 from memory.models import AttackResult
 from redteam.common.access import Scope, user_scope
 from redteam.common.models import Operation
 from scoring.models import OutcomeTally
 from scoring.services import record_verdict
-from scoring.tallies import build_dashboard, refresh_outcome_tallies
+from scoring.tallies import build_dashboard, rebuild_tallies
 from tests.memory.row_factories import (
     core_atomic_attack,
     core_converter,
@@ -262,7 +262,7 @@ def test_dashboard_counts_outcomes_per_dimension() -> None:
 def test_dashboard_adds_results_and_verdicts_newer_than_the_snapshot(reviewer: User) -> None:
     old = _results(2)
     # A snapshot that counts the two results.
-    refresh_outcome_tallies(watermark=timezone.now())
+    rebuild_tallies()
     assert OutcomeTally.objects.exists()
     assert (
         _bar(build_dashboard(None, Scope.everything_scope()), "harm_category", "hate")["success"]
@@ -280,7 +280,7 @@ def test_dashboard_adds_results_and_verdicts_newer_than_the_snapshot(reviewer: U
     counts = _bar(build_dashboard(None, Scope.everything_scope()), "harm_category", "hate")
     # old[0] moved from success to failure (human precedence); `new` adds one success.
     assert counts == {"success": 1, "failure": 1, "undetermined": 0, "error": 0}
-    refresh_outcome_tallies(watermark=timezone.now())
+    rebuild_tallies()
     assert _bar(build_dashboard(None, Scope.everything_scope()), "harm_category", "hate") == counts
     assert new.pk
 
@@ -296,10 +296,12 @@ def test_dashboard_page_links_bars_to_filtered_conversations(reviewer_client: Cl
     assert "By label operation" in html
 
 
-def test_dashboard_refresh_is_for_reviewers(reviewer_client: Client, reader_client: Client) -> None:
+def test_dashboard_has_nothing_to_rebuild(reviewer_client: Client, reader_client: Client) -> None:
+    """Counts are kept by every write: the page offers no rebuild (a repair command does)."""
     Operation.objects.create(name="op-a")  # both join it, with their role
-    assert reader_client.post(reverse("scoring:dashboard")).status_code == 403
-    assert reviewer_client.post(reverse("scoring:dashboard")).status_code == 302
+    assert reader_client.post(reverse("scoring:dashboard")).status_code == 405
+    assert reviewer_client.post(reverse("scoring:dashboard")).status_code == 405
+    assert b"Rebuild counts" not in reviewer_client.get(reverse("scoring:dashboard")).content
 
 
 @pytest.mark.parametrize("n", [3, 30])
@@ -307,27 +309,37 @@ def test_dashboard_query_count_is_constant(
     reviewer_client: Client, reviewer: User, django_assert_num_queries: Any, n: int
 ) -> None:
     results = _results(n)
-    refresh_outcome_tallies(watermark=timezone.now())
+    rebuild_tallies()
     for result in results:
         make_score(attack_result=result, source="human", reviewer=reviewer, value="true")
     _results(n)
-    # session, user, memberships; snapshot; tallies of the shown dimensions (summed over
-    # the viewer's operations); label keys; ids of results re-reviewed since the snapshot;
-    # results newer than the snapshot or re-reviewed (with their latest verdicts).
+    # session, user, memberships; tallies of the shown dimensions (summed over the viewer's
+    # operations); label keys; the shown targets' names; the latest day; the trend's cells.
     with django_assert_num_queries(8):
-        response = reviewer_client.get(reverse("scoring:dashboard") + "?label_key=operation")
-    assert response.context["data"].live_results == 2 * n
+        response = reviewer_client.get(
+            reverse("scoring:dashboard") + "?label_key=operation&trend_by=label&period=day"
+        )
+    assert response.context["data"].headline.results == 2 * n
+    # The first n won by their verdicts; of the next n, every fourth is an automated success.
+    assert response.context["data"].headline.rate.successes == n + (n + 3) // 4
 
 
-def test_refresh_dashboard_command_rebuilds_the_tallies() -> None:
+def test_refresh_dashboard_command_recounts_and_checks_the_tallies() -> None:
     from io import StringIO
 
     from django.core.management import call_command
 
-    from scoring.models import TallySnapshot
+    from scoring.tallies import tally_totals
 
     _results(2)
+    kept = tally_totals()
     out = StringIO()
-    call_command("refresh_dashboard", stdout=out)
-    assert "attack results up to" in out.getvalue()
-    assert TallySnapshot.objects.count() == 1
+    call_command("refresh_dashboard", "--check", stdout=out)
+    assert "Counted 2 attack results" in out.getvalue()
+    assert "the kept tallies equalled the recount" in out.getvalue()
+    assert tally_totals() == kept
+    # Damage the tallies as a change outside the services would: --check says so, and repairs.
+    OutcomeTally.objects.filter(dimension="all").update(count=0)
+    with pytest.raises(CommandError):
+        call_command("refresh_dashboard", "--check", stdout=StringIO())
+    assert tally_totals() == kept

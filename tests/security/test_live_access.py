@@ -4,7 +4,6 @@ cover them too; this names each case)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -17,7 +16,6 @@ from django.utils import timezone
 from memory.models import Conversation
 from redteam.common.live import Marker
 from scoring.models import ReviewQueue
-from scoring.tallies import refresh_outcome_tallies
 from tests.access import grant
 from tests.memory.row_factories import make_attack_result, make_conversation
 
@@ -110,7 +108,6 @@ def test_another_operations_queue_is_a_404(world: dict[str, Any]) -> None:
 
 def test_counts_never_include_another_operations_rows(world: dict[str, Any]) -> None:
     client = _client(world["member"])
-    refresh_outcome_tallies(watermark=timezone.now())
     urls = {
         "list": reverse("memory:live_conversations"),
         "list, bravo's label": reverse("memory:live_conversations") + "?operation=bravo",
@@ -143,7 +140,6 @@ def test_pages_render_markers_of_visible_rows_only(world: dict[str, Any]) -> Non
 
 def test_the_dashboard_marker_is_the_newest_visible_result(world: dict[str, Any]) -> None:
     client = _client(world["member"])
-    refresh_outcome_tallies(watermark=timezone.now() - timedelta(hours=1))
     alpha_newest = make_attack_result(make_conversation(2, labels=ALPHA), labels=ALPHA)
     make_attack_result(make_conversation(2, labels=BRAVO), labels=BRAVO)
     page = client.get(reverse("scoring:dashboard"))

@@ -1,33 +1,46 @@
-"""`manage.py refresh_dashboard`: rebuild the dashboard's outcome tallies (run from cron).
+"""`manage.py refresh_dashboard`: recount the dashboard's tallies from scratch (a repair tool).
 
-Every operation is recounted at one watermark (each viewer's dashboard sums the tallies of
-their operations), so there is no per-operation option: a partial rebuild would leave the
-other operations' tallies at an older watermark than the one the dashboard adds from.
+Every transaction that stores attack results or verdicts keeps the tallies exact
+(scoring.tallies.retally), so this is only needed after results or verdicts were changed
+outside the application's services (the shell, a restored table), or to check the counts:
+`--check` fails when the kept tallies differed from the recount (it repairs them all the
+same).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from scoring.tallies import refresh_outcome_tallies
+from scoring.tallies import rebuild_tallies, recounted_totals, tally_totals
 
 
 class Command(BaseCommand):
-    """Rebuild the per-operation outcome tallies the dashboard reads."""
+    """Recount the per-operation tallies the dashboard reads."""
 
     help = (
-        "Rebuild the dashboard's attack-outcome tallies of every operation. The dashboard "
-        "stays exact without it (it adds what arrived since the last rebuild), but stays "
-        "fastest when run regularly."
+        "Recount the dashboard's attack-outcome tallies of every operation from the results "
+        "and verdicts. The tallies are kept exact by every ingest and verdict; this repairs "
+        "them after changes made outside the application."
     )
 
-    def handle(self, *args: Any, **options: Any) -> None:
-        """Rebuild and report."""
-        snapshot = refresh_outcome_tallies()
-        self.stdout.write(
-            f"Counted {snapshot.results} attack results up to "
-            f"{snapshot.watermark:%Y-%m-%d %H:%M:%S} in {snapshot.duration_ms} ms, tallied per "
-            "operation."
+    def add_arguments(self, parser: CommandParser) -> None:
+        """--check."""
+        parser.add_argument(
+            "--check",
+            action="store_true",
+            help="Fail when the kept tallies differed from the recount (they are repaired).",
         )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        """Recount and report."""
+        same = tally_totals() == recounted_totals()
+        rebuild = rebuild_tallies()
+        self.stdout.write(
+            f"Counted {rebuild.results} attack results into {rebuild.cells} cells in "
+            f"{rebuild.duration_ms} ms; the kept tallies "
+            f"{'equalled' if same else 'differed from'} the recount."
+        )
+        if options["check"] and not same:
+            raise CommandError("The kept tallies differed from the recount (now repaired).")
