@@ -40,6 +40,10 @@ BUDGETED = (
     "conversation list",
     "conversation page",
     "dashboard",
+    "home",
+    "review queues",
+    "unreviewed queue",
+    "conversation in a queue",
     "live: conversation list",
     "live: dashboard",
 )

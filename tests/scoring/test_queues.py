@@ -4,6 +4,7 @@ verdict keeps what was typed, and the pages cost the same queries at 3 and 30 it
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -17,9 +18,9 @@ from django.utils import timezone
 from memory.models import AttackResult, Score
 from redteam.common.access import user_scope
 from redteam.common.models import Operation
+from scoring import queues
 from scoring.forms import VerdictForm
 from scoring.models import ReviewClaim, ReviewQueue, ReviewSkip
-from scoring import queues
 from scoring.queues import QueueWalk, queue_for
 from scoring.services import record_verdict
 from scoring.verdict_fields import VerdictAnswers, VerdictFields
@@ -363,11 +364,13 @@ def test_pages_and_steps_follow_the_queue_order_across_skips(reviewer: User) -> 
             paged += [r.pk for r in chunk]
         assert paged == expected, size
     by_pk = {r.pk: r for r in results}
-    for earlier, later in zip(expected, expected[1:], strict=False):
+    for earlier, later in itertools.pairwise(expected):
         following = walk.hand_out(walk.key_of(by_pk[earlier]))
-        assert following is not None and following.pk == later
+        assert following is not None
+        assert following.pk == later
         preceding = walk.hand_out(walk.key_of(by_pk[later]), forward=False)
-        assert preceding is not None and preceding.pk == earlier
+        assert preceding is not None
+        assert preceding.pk == earlier
     assert walk.hand_out(walk.key_of(by_pk[expected[-1]])) is None
     assert walk.hand_out(walk.key_of(by_pk[expected[0]]), forward=False) is None
     for place, pk in enumerate(expected, start=1):
