@@ -118,7 +118,8 @@ def review_queue(request: HttpRequest) -> HttpResponse:
 def queue_detail(request: HttpRequest, slug: str) -> HttpResponse:
     """One queue: its instructions, the viewer's progress, its items in queue order."""
     # Queries: session, user, memberships; the queue; its counts; the viewer's verdicts
-    # today; one page of items; their latest human verdicts (+reviewer).
+    # today; one page of items (its never-skipped items, then, past their end, the skipped
+    # ones: scoring.queues.QueueWalk.page); their latest human verdicts (+reviewer).
     scope = scope_for(request)
     walk = walk_for(request, queue_for(scope, slug))
     try:

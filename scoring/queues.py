@@ -483,7 +483,8 @@ class QueueWalk:
     ) -> AttackResult | None:
         """The next (previous) free item after `after` (the first one when None), claimed
         for the viewer when they may judge it; a candidate another reviewer claims in the
-        meantime is passed over (one query per candidate, and its claim)."""
+        meantime is passed over (one query per candidate, and its claim; one more where the
+        never-skipped items run out and the skipped ones follow)."""
         passed: list[Any] = [] if exclude is None else [exclude]
         if after is not None:
             passed.append(after[2])
