@@ -43,6 +43,10 @@ BUDGETED = (
     "conversation page",
     "dashboard",
     "dashboard, trend per day",
+    "home",
+    "review queues",
+    "unreviewed queue",
+    "conversation in a queue",
     "live: conversation list",
     "live: dashboard",
 )

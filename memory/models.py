@@ -260,6 +260,8 @@ class Conversation(models.Model):
                 fields=["operation", "-last_timestamp", "-conversation_id"],
                 name="conv_op_recent_idx",
             ),
+            # The home page's "arrived lately": the latest changed conversations, newest first.
+            models.Index(fields=["-updated_at"], name="conv_updated_idx"),
         ]
 
     def __str__(self) -> str:

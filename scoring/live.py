@@ -194,7 +194,7 @@ def live_queue(request: HttpRequest, slug: str) -> JsonResponse:
         marker = read_marker(request.GET.get("since"), AttackResult, RESULTS_TS, RESULTS_PK)
     except BadCursor as exc:
         return JsonResponse({"error": str(exc)}, status=400)
-    waiting = walk.items().filter(**{f"{SKIP_ANNOTATION}__isnull": True})
+    waiting = walk.fresh()
     rows = newer_than(waiting, marker, RESULTS_TS, RESULTS_PK)
     return JsonResponse(count_answer(rows, "item", "items"))
 

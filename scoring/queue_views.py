@@ -33,6 +33,7 @@ from scoring.models import ReviewQueue
 from scoring.queues import (
     QueueWalk,
     awaiting_counts,
+    bounded,
     ensure_builtin_queues,
     filter_data,
     filter_query,
@@ -100,7 +101,14 @@ def review_queue(request: HttpRequest) -> HttpResponse:
         queues = list(visible_queues(scope)[:MAX_QUEUES_LISTED])
     counts = awaiting_counts(queues, scope, cast("AccountUser", request.user))
     context = {
-        "queues": [{"queue": q, "awaiting": counts.get(q.pk)} for q in queues],
+        "queues": [
+            {
+                "queue": q,
+                "awaiting": counts.get(q.pk),
+                "awaiting_shown": bounded(counts.get(q.pk, 0)),
+            }
+            for q in queues
+        ],
         "can_verdict": scope.records_any_verdicts(),
         "can_adjudicate": may_adjudicate_somewhere(scope),
     }
@@ -112,7 +120,8 @@ def review_queue(request: HttpRequest) -> HttpResponse:
 def queue_detail(request: HttpRequest, slug: str) -> HttpResponse:
     """One queue: its instructions, the viewer's progress, its items in queue order."""
     # Queries: session, user, memberships; the queue; its counts; the viewer's verdicts
-    # today; one page of items; their latest human verdicts (+reviewer).
+    # today; one page of items (its never-skipped items, then, past their end, the skipped
+    # ones: scoring.queues.QueueWalk.page); their latest human verdicts (+reviewer).
     scope = scope_for(request)
     walk = walk_for(request, queue_for(scope, slug))
     try:
@@ -120,13 +129,13 @@ def queue_detail(request: HttpRequest, slug: str) -> HttpResponse:
     except ValueError:
         return HttpResponseBadRequest("Unknown page.")
     start = (number - 1) * QUEUE_PAGE_SIZE
-    items = list(walk.items()[start : start + QUEUE_PAGE_SIZE + 1])
+    items = walk.page(start, QUEUE_PAGE_SIZE + 1)
     more = len(items) > QUEUE_PAGE_SIZE
     items = items[:QUEUE_PAGE_SIZE]
     humans = latest_human_verdicts((r.pk for r in items), scope)
-    # New items since this page (static/js/live.js) start after the queue's first item: on a
-    # later page one more query finds it.
-    first = (items[0] if items else None) if number == 1 else walk.items().first()
+    # New items since this page (static/js/live.js) start after the queue's first item never
+    # skipped (none when its first item was skipped): on a later page one more query finds it.
+    first = (items[0] if items else None) if number == 1 else walk.fresh().first()
     context = {
         "live": queue_live(walk, first),
         "queue": walk.queue,

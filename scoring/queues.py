@@ -11,8 +11,15 @@ result); it is taken with a conditional UPDATE (only when it is the viewer's own
 or an INSERT that the unique constraint refuses when another reviewer got there first, so two
 reviewers racing for one item on PostgreSQL cannot both win.
 
-Every read here is one query whatever the number of items (counts are aggregates, steps are
-one ordered LIMIT 1), so a queue of thousands costs what a queue of three does.
+A queue is read in two segments, each in an order an index serves: the items never skipped
+here ("fresh": newest ingested first, a walk of the results' (ingested_at, id) index that stops
+at the LIMIT) and then the skipped ones (few: one per reviewer's pass; earliest skip first). A
+page or a step reads the first segment and, past its end, the second (one query more).
+
+Counts are bounded: each stops at COUNT_BOUND + 1 rows (a LIMITed subquery), so the header says
+"12 of 1,000+" and "1,000+ left" in a huge queue and exact numbers in a small one, and the
+position of an item deep in the queue is "beyond the first 1,000". All of a header's counts are
+one query. So a queue of millions costs what a queue of three does.
 """
 
 from __future__ import annotations
@@ -22,9 +29,9 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.core.exceptions import EmptyResultSet
+from django.db import IntegrityError, connections, transaction
 from django.db.models import (
-    Case,
     Count,
     Exists,
     F,
@@ -33,10 +40,13 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
-    Sum,
     Value,
-    When,
 )
+from django.db.models.fields import DateTimeField
+
+# Row-value comparison, "(ingested_at, id) > (x, y)": one range of the results' index on
+# PostgreSQL (Django's own lookup for composite keys; on SQLite it is spelled out).
+from django.db.models.fields.tuple_lookups import TupleGreaterThan, TupleLessThan
 from django.http import Http404, QueryDict
 from django.utils import timezone
 
@@ -53,6 +63,10 @@ if TYPE_CHECKING:
 # Tries at handing out the next item when other reviewers keep claiming the candidates.
 CLAIM_ATTEMPTS = 5
 SKIP_ANNOTATION = "queue_skipped_at"
+# Counts stop here: past it a count reads "1,000+" and a place "beyond the first 1,000".
+COUNT_BOUND = 1000
+# The queue order within each segment (the skipped one sorts by its skip first).
+ORDER = ("-ingested_at", "-attack_result_id")
 
 
 def claim_duration() -> timedelta:
@@ -134,9 +148,18 @@ class Hold:
     expires_at: datetime | None = None
 
 
+def bounded(n: int) -> str:
+    """A count stopped at COUNT_BOUND + 1, as shown: "12", "1,000", "1,000+"."""
+    return f"{COUNT_BOUND:,}+" if n > COUNT_BOUND else f"{n:,}"
+
+
 @dataclass(frozen=True)
 class Progress:
-    """The viewer's place in a queue: "k of N, M left, you: X today"."""
+    """The viewer's place in a queue: "k of N, M left, you: X today".
+
+    Every count but `today` is bounded: a value above COUNT_BOUND means "more than
+    COUNT_BOUND" (the texts say "1,000+"); a position above it, "beyond the first 1,000".
+    """
 
     position: int | None  # None: the current item is not (or no longer) in the queue
     total: int
@@ -144,6 +167,36 @@ class Progress:
     today: int
     held_by_others: int
     skipped: int
+
+    @property
+    def place(self) -> str:
+        """ "k of N" (or where the item is when it is not in the queue, or deep in it)."""
+        if self.position is None:
+            return f"not in this queue ({bounded(self.total)} in it)"
+        if self.position > COUNT_BOUND:
+            return f"beyond the first {COUNT_BOUND:,}"
+        return f"{self.position:,} of {bounded(self.total)}"
+
+    @property
+    def has_next(self) -> bool:
+        """Whether items may follow the current one (always, when counts stopped early)."""
+        return self.position is None or self.total > COUNT_BOUND or self.position < self.total
+
+    @property
+    def total_shown(self) -> str:
+        return bounded(self.total)
+
+    @property
+    def left_shown(self) -> str:
+        return bounded(self.left)
+
+    @property
+    def held_shown(self) -> str:
+        return bounded(self.held_by_others)
+
+    @property
+    def skipped_shown(self) -> str:
+        return bounded(self.skipped)
 
 
 # The place of an item in queue order: (its latest skip in this queue, ingested_at, pk).
@@ -176,21 +229,69 @@ class QueueWalk:
         """The saved filter's validation errors, by parameter."""
         return dict(self.filterset.errors)
 
-    def items(self) -> QuerySet[AttackResult]:
-        """The queue's items in queue order, each annotated with its latest skip here."""
+    def base(self) -> QuerySet[AttackResult]:
+        """The queue's items, unordered (the saved filter and the review restriction)."""
         if not self.valid:
             return AttackResult.objects.none()
         qs: QuerySet[AttackResult] = self.filterset.qs
         if self.queue.review in REVIEW_VIEWS:
             qs = for_review(qs, self.queue.review, self.user.pk)
-        last_skip = (
-            ReviewSkip.objects.filter(queue=self.queue, attack_result=OuterRef("pk"))
+        return qs
+
+    def _skips(self) -> QuerySet[ReviewSkip]:
+        return ReviewSkip.objects.filter(queue=self.queue)
+
+    def _last_skip(self) -> Subquery:
+        return Subquery(
+            self._skips()
+            .filter(attack_result=OuterRef("pk"))
             .order_by("-skipped_at")
             .values("skipped_at")[:1]
         )
-        return qs.annotate(**{SKIP_ANNOTATION: Subquery(last_skip)}).order_by(
-            F(SKIP_ANNOTATION).asc(nulls_first=True), "-ingested_at", "-attack_result_id"
+
+    def items(self) -> QuerySet[AttackResult]:
+        """The queue's items in queue order, each annotated with its latest skip here (one
+        queryset: for lookups of a few items; pages and steps read the two segments)."""
+        return (
+            self.base()
+            .annotate(**{SKIP_ANNOTATION: self._last_skip()})
+            .order_by(F(SKIP_ANNOTATION).asc(nulls_first=True), *ORDER)
         )
+
+    def fresh(self) -> QuerySet[AttackResult]:
+        """The items never skipped in this queue, newest ingested first: the queue's first
+        segment, read along the results' ingest index."""
+        skipped = self._skips().filter(attack_result=OuterRef("pk"))
+        return (
+            self.base()
+            .filter(~Exists(skipped))
+            .annotate(**{SKIP_ANNOTATION: Value(None, output_field=DateTimeField())})
+            .order_by(*ORDER)
+        )
+
+    def skipped(self) -> QuerySet[AttackResult]:
+        """The items skipped in this queue, earliest (latest) skip first: the second
+        segment, read from the queue's skips."""
+        return (
+            self.base()
+            .filter(pk__in=self._skips().values("attack_result_id"))
+            .annotate(**{SKIP_ANNOTATION: self._last_skip()})
+            .order_by(F(SKIP_ANNOTATION).asc(), *ORDER)
+        )
+
+    def page(self, start: int, size: int) -> list[AttackResult]:
+        """Items start..start+size-1 in queue order (one query while the first segment fills
+        the page; past its end one more, and one to count it when the page starts past it)."""
+        rows = list(self.fresh()[start : start + size])
+        if len(rows) == size:
+            return rows
+        if rows or start == 0:
+            fresh_count = start + len(rows)
+        else:
+            fresh_count = self.fresh().order_by()[:start].count()
+        offset = max(0, start - fresh_count)
+        rows.extend(self.skipped()[offset : offset + size - len(rows)])
+        return rows
 
     def held_by_others(self) -> Exists:
         """Exists-expression: another reviewer holds an unexpired claim on the item."""
@@ -200,42 +301,50 @@ class QueueWalk:
             ).exclude(user=self.user)
         )
 
-    def available(self) -> QuerySet[AttackResult]:
-        """The items "next" may hand to the viewer: not held by another reviewer."""
-        return self.items().filter(~self.held_by_others())
-
     # --- order ---------------------------------------------------------------------------
 
     def key_of(self, result: AttackResult) -> Key:
         """The place of a result in queue order (one query: its latest skip here)."""
-        skipped = ReviewSkip.objects.filter(queue=self.queue, attack_result=result).aggregate(
-            last=Max("skipped_at")
-        )["last"]
+        skipped = (
+            self._skips().filter(attack_result=result).aggregate(last=Max("skipped_at"))["last"]
+        )
         return (skipped, result.ingested_at, result.pk)
 
     @staticmethod
-    def _before(key: Key) -> Q:
-        """Items that come before `key` in queue order."""
-        skipped, at, pk = key
-        newer = Q(ingested_at__gt=at) | Q(ingested_at=at, attack_result_id__gt=pk)
-        if skipped is None:
-            return Q(**{f"{SKIP_ANNOTATION}__isnull": True}) & newer
-        return (
-            Q(**{f"{SKIP_ANNOTATION}__isnull": True})
-            | Q(**{f"{SKIP_ANNOTATION}__lt": skipped})
-            | (Q(**{SKIP_ANNOTATION: skipped}) & newer)
-        )
+    def _newer(key: Key) -> TupleGreaterThan:
+        return TupleGreaterThan((F("ingested_at"), F("attack_result_id")), (key[1], key[2]))
 
     @staticmethod
-    def _after(key: Key) -> Q:
-        """Items that come after `key` in queue order."""
-        skipped, at, pk = key
-        older = Q(ingested_at__lt=at) | Q(ingested_at=at, attack_result_id__lt=pk)
-        if skipped is None:
-            return Q(**{f"{SKIP_ANNOTATION}__isnull": False}) | (
-                Q(**{f"{SKIP_ANNOTATION}__isnull": True}) & older
-            )
-        return Q(**{f"{SKIP_ANNOTATION}__gt": skipped}) | (Q(**{SKIP_ANNOTATION: skipped}) & older)
+    def _older(key: Key) -> TupleLessThan:
+        return TupleLessThan((F("ingested_at"), F("attack_result_id")), (key[1], key[2]))
+
+    @classmethod
+    def _skipped_before(cls, key: Key) -> Q:
+        """Skipped items before `key` (a skipped item) in queue order."""
+        return Q(**{f"{SKIP_ANNOTATION}__lt": key[0]}) | (
+            Q(**{SKIP_ANNOTATION: key[0]}) & Q(cls._newer(key))
+        )
+
+    @classmethod
+    def _skipped_after(cls, key: Key) -> Q:
+        """Skipped items after `key` (a skipped item) in queue order."""
+        return Q(**{f"{SKIP_ANNOTATION}__gt": key[0]}) | (
+            Q(**{SKIP_ANNOTATION: key[0]}) & Q(cls._older(key))
+        )
+
+    def _segments(self, after: Key | None, forward: bool) -> list[QuerySet[AttackResult]]:
+        """The querysets to read, in turn, for the items after (before) `after` in queue
+        order, each in walking order."""
+        fresh, skipped = self.fresh(), self.skipped()
+        if after is None:
+            return [fresh, skipped]
+        if forward:
+            if after[0] is None:
+                return [fresh.filter(self._older(after)), skipped]
+            return [skipped.filter(self._skipped_after(after))]
+        if after[0] is None:
+            return [fresh.filter(self._newer(after)).reverse()]
+        return [skipped.filter(self._skipped_before(after)).reverse(), fresh.reverse()]
 
     def item_of_conversation(self, conversation_id: str) -> Key | None:
         """The place of the conversation's first result in this queue, if any (one query)."""
@@ -250,38 +359,41 @@ class QueueWalk:
     # --- progress ------------------------------------------------------------------------
 
     def progress(self, key: Key | None) -> Progress:
-        """k of N, M left, X today (two queries: the queue's counts, the viewer's verdicts).
+        """k of N, M left, X today (two queries: the queue's bounded counts, the viewer's
+        verdicts).
 
         Left: the items no other reviewer holds that still wait for a verdict (in a queue of
-        reviewed or disagreeing results, every such item: they wait to be re-checked).
+        reviewed or disagreeing results, every such item: they wait to be re-checked). Each
+        count stops at COUNT_BOUND + 1 rows; the position counts the items before the current
+        one the same way (a walk of the segments' index from its start).
         """
-        # Every condition is an annotation the sums read: the aggregate wraps the annotated
-        # items in a subquery (the skip annotation is one), where outer references resolve.
-        left = Q(~self.held_by_others())
+        base = self.base()
+        left = base.filter(~self.held_by_others())
         if self.queue.review in ("", "unreviewed"):
-            left &= awaiting_review(self.user.pk)
-        flags: dict[str, Q] = {
-            "left": left,
-            "held": Q(self.held_by_others()),
-            "skipped": Q(**{f"{SKIP_ANNOTATION}__isnull": False}),
+            left = left.filter(awaiting_review(self.user.pk))
+        counted: dict[str, tuple[QuerySet[AttackResult], int]] = {
+            "total": (base, COUNT_BOUND + 1),
+            "left": (left, COUNT_BOUND + 1),
+            "held": (base.filter(self.held_by_others()), COUNT_BOUND + 1),
+            "skipped": (
+                base.filter(pk__in=self._skips().values("attack_result_id")),
+                COUNT_BOUND + 1,
+            ),
         }
         if key is not None:
-            flags["before"] = self._before(key)
-            flags["here"] = Q(attack_result_id=key[2])
-        annotated = (
-            self.items()
-            .order_by()
-            .annotate(
-                _one=Value(1),
-                **{
-                    f"_{name}": Case(When(condition, then=Value(1)), default=Value(0))
-                    for name, condition in flags.items()
-                },
-            )
-        )
-        sums = {"total": Sum("_one"), **{name: Sum(f"_{name}") for name in flags}}
-        row = {name: int(value or 0) for name, value in annotated.aggregate(**sums).items()}
-        position = row["before"] + 1 if key is not None and row["here"] else None
+            counted["here"] = (base.filter(pk=key[2]), 1)
+            if key[0] is None:
+                counted["before"] = (self.fresh().filter(self._newer(key)), COUNT_BOUND)
+            else:
+                counted["before"] = (self.fresh(), COUNT_BOUND)
+                counted["skipped_before"] = (
+                    self.skipped().filter(self._skipped_before(key)),
+                    COUNT_BOUND,
+                )
+        row = bounded_counts(counted, base.db)
+        position = None
+        if key is not None and row["here"]:
+            position = min(row["before"] + row.get("skipped_before", 0), COUNT_BOUND) + 1
         return Progress(
             position=position,
             total=row["total"],
@@ -371,21 +483,26 @@ class QueueWalk:
     ) -> AttackResult | None:
         """The next (previous) free item after `after` (the first one when None), claimed
         for the viewer when they may judge it; a candidate another reviewer claims in the
-        meantime is passed over (one query per candidate, and its claim)."""
-        qs = self.available()
-        if after is not None:
-            qs = qs.filter(self._after(after) if forward else self._before(after))
-            qs = qs.exclude(pk=after[2])
-            if not forward:
-                qs = qs.reverse()
+        meantime is passed over (one query per candidate, and its claim; one more where the
+        never-skipped items run out and the skipped ones follow)."""
         passed: list[Any] = [] if exclude is None else [exclude]
+        if after is not None:
+            passed.append(after[2])
+        segments = [
+            qs.filter(~self.held_by_others()).select_related(None)
+            for qs in self._segments(after, forward)
+        ]
         for _ in range(CLAIM_ATTEMPTS):
-            candidate = (
-                qs.exclude(pk__in=passed)
-                .select_related(None)
-                .only("attack_result_id", "conversation_id", "ingested_at", "operation_id")
-                .first()
-            )
+            candidate = None
+            while segments and candidate is None:
+                candidate = (
+                    segments[0]
+                    .exclude(pk__in=passed)
+                    .only("attack_result_id", "conversation_id", "ingested_at", "operation_id")
+                    .first()
+                )
+                if candidate is None:
+                    segments.pop(0)
             if candidate is None:
                 return None
             if not self.scope.may_record_verdicts(candidate.operation_id):
@@ -396,16 +513,38 @@ class QueueWalk:
         return None
 
 
+def bounded_counts(counted: dict[str, tuple[QuerySet[Any], int]], using: str) -> dict[str, int]:
+    """Each queryset's row count, stopped at its bound (one query for all of them: a scalar
+    subquery per count over the queryset LIMITed to the bound)."""
+    parts: list[str] = []
+    params: list[Any] = []
+    for qs, bound in counted.values():
+        try:
+            rows = qs.order_by().values("pk")[:bound]
+            sql, sql_params = rows.query.get_compiler(using=using).as_sql()
+        except EmptyResultSet:
+            parts.append("0")
+            continue
+        parts.append(f"(SELECT COUNT(*) FROM ({sql}) bounded_rows)")
+        params.extend(sql_params)
+    if all(part == "0" for part in parts):
+        return dict.fromkeys(counted, 0)
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(parts), params)
+        row = cursor.fetchone()
+    return {name: int(n) for name, n in zip(counted, row, strict=True)}
+
+
 def awaiting_counts(queues: list[ReviewQueue], scope: Scope, user: AccountUser) -> dict[int, int]:
-    """How many items each queue holds for the viewer (one query for all the queues)."""
+    """How many items each queue holds for the viewer, each count stopped at COUNT_BOUND + 1
+    (one query for all the queues)."""
     now = timezone.now()
-    counts: dict[str, Any] = {}
+    counted: dict[str, tuple[QuerySet[Any], int]] = {}
     for queue in queues:
         walk = QueueWalk(queue, scope, user, now)
         if walk.valid:
-            items = walk.items().order_by().values("attack_result_id")
-            counts[f"q{queue.pk}"] = Count("attack_result_id", filter=Q(attack_result_id__in=items))
-    if not counts:
+            counted[f"q{queue.pk}"] = (walk.base(), COUNT_BOUND + 1)
+    if not counted:
         return {}
-    row = AttackResult.objects.visible_to(scope).aggregate(**counts)
-    return {int(name[1:]): int(n) for name, n in row.items()}
+    row = bounded_counts(counted, AttackResult.objects.db)
+    return {int(name[1:]): n for name, n in row.items()}

@@ -3,8 +3,8 @@ and the runs that arrived lately.
 
 Every read starts from `visible_to(scope)`, so another operation's queues, items and numbers
 never reach the page. The work is bounded whatever is stored: at most MAX_QUEUES_COUNTED
-queues are counted (scoring.queues.awaiting_counts: one query for all of them), and the other
-sections are one query each with a row limit.
+queues are counted (scoring.queues.awaiting_counts: one query for all of them, each count
+stopped at its bound), and the other sections are one query each with a row limit.
 """
 
 from __future__ import annotations
@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import Count, Max
 from django.urls import reverse
 from django.utils import timezone
 
 from memory.models import Conversation
 from redteam.common.access import Scope
 from scoring.models import ReviewClaim, ReviewQueue, ReviewSkip
-from scoring.queues import awaiting_counts, visible_queues
+from scoring.queues import awaiting_counts, bounded, visible_queues
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User as AccountUser
@@ -30,6 +29,8 @@ MAX_CLAIMS_SHOWN = 20
 MAX_SKIPS_SHOWN = 20
 MAX_OPERATIONS_SHOWN = 20
 RECENT_HOURS = 24
+# "Arrived lately" counts the latest this many conversations (a big push counts as "1,000+").
+RECENT_WINDOW = 1000
 
 
 @dataclass
@@ -44,6 +45,11 @@ class QueueCount:
     def url(self) -> str:
         """Where the queue is worked."""
         return reverse("scoring:queue_detail", kwargs={"slug": self.queue.slug})
+
+    @property
+    def shown(self) -> str:
+        """The count as shown: it stops at scoring.queues.COUNT_BOUND ("1,000+")."""
+        return bounded(self.count or 0)
 
     @property
     def invalid(self) -> bool:
@@ -97,30 +103,45 @@ def my_skips(user_id: int, scope: Scope) -> list[ReviewSkip]:
     )
 
 
-def recent_runs(scope: Scope, now: datetime) -> list[dict[str, Any]]:
+def recent_runs(scope: Scope, now: datetime) -> tuple[list[dict[str, Any]], bool]:
     """Conversations with data that arrived in the last RECENT_HOURS, per visible operation,
-    latest first (one grouped query)."""
+    latest first, counted over the latest RECENT_WINDOW of them (one query: a walk of the
+    updated_at index); True when more arrived than were counted."""
     since = now - timedelta(hours=RECENT_HOURS)
-    rows = (
+    latest = list(
         Conversation.objects.visible_to(scope)
         .filter(updated_at__gte=since, last_timestamp__isnull=False)
-        .values("operation_id", "operation__name")
-        .annotate(conversations=Count("pk"), latest=Max("updated_at"))
-        .order_by("-latest", "operation_id")[:MAX_OPERATIONS_SHOWN]
+        .order_by("-updated_at")
+        .values_list("operation_id", "operation__name", "updated_at")[: RECENT_WINDOW + 1]
     )
-    return [dict(row) for row in rows]
+    runs: dict[Any, dict[str, Any]] = {}
+    for operation_id, name, updated_at in latest[:RECENT_WINDOW]:
+        run = runs.setdefault(
+            operation_id,
+            {
+                "operation_id": operation_id,
+                "operation__name": name,
+                "conversations": 0,
+                "latest": updated_at,
+            },
+        )
+        run["conversations"] += 1
+    return list(runs.values())[:MAX_OPERATIONS_SHOWN], len(latest) > RECENT_WINDOW
 
 
 def home_context(user: AccountUser, scope: Scope) -> dict[str, Any]:
     """Everything the home page shows for a viewer with a role."""
     now = timezone.now()
     counts, more = queue_counts(scope, user)
+    runs, more_runs = recent_runs(scope, now)
     return {
         "queue_counts": counts,
         "more_queues": more,
         "claims": my_claims(user.pk, scope, now),
         "skips": my_skips(user.pk, scope),
-        "recent_runs": recent_runs(scope, now),
+        "recent_runs": runs,
+        "recent_more": more_runs,
+        "recent_window": f"{RECENT_WINDOW:,}",
         "recent_hours": RECENT_HOURS,
         "may_review": scope.records_any_verdicts(),
     }

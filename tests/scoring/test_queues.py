@@ -4,6 +4,7 @@ verdict keeps what was typed, and the pages cost the same queries at 3 and 30 it
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -17,6 +18,7 @@ from django.utils import timezone
 from memory.models import AttackResult, Score
 from redteam.common.access import user_scope
 from redteam.common.models import Operation
+from scoring import queues
 from scoring.forms import VerdictForm
 from scoring.models import ReviewClaim, ReviewQueue, ReviewSkip
 from scoring.queues import QueueWalk, queue_for
@@ -309,6 +311,72 @@ def test_header_counts_place_what_is_left_and_the_viewers_day(reviewer: User) ->
     assert (progress.position, progress.total, progress.held_by_others) == (5, 5, 1)
 
 
+def test_counts_stop_at_their_bound_and_say_so(
+    reviewer: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(queues, "COUNT_BOUND", 3)
+    results = _results(6, ("success",))
+    _queue()
+    client = _client(reviewer)
+
+    def header(result: AttackResult) -> str:
+        page = reverse("scoring:conversation_detail", args=[result.conversation_id])
+        return client.get(page + "?queue=wins").content.decode()
+
+    # Newest first: results[4] is 2nd, results[3] 3rd; results[2] is past the bound.
+    assert 'id="queue-progress">2 of 3+, 3+ left, you: 0 today<' in header(results[4])
+    assert 'id="queue-progress">3 of 3+, 3+ left, you: 0 today<' in header(results[3])
+    html = header(results[0])
+    assert 'id="queue-progress">beyond the first 3, 3+ left, you: 0 today<' in html
+    assert 'id="queue-next"' in html  # the count stopped: there may be more
+    assert 'id="queue-previous"' in html
+    html = client.get(reverse("scoring:queue_detail", args=["wins"])).content.decode()
+    assert "<strong>3+</strong> items · <strong>3+</strong> left" in html
+    html = client.get(reverse("scoring:review_queue")).content.decode()
+    assert "<strong data-awaiting>3+</strong>" in html
+    # Exact below the bound.
+    walk = QueueWalk(ReviewQueue.objects.get(slug="wins"), user_scope(reviewer), reviewer)
+    monkeypatch.setattr(queues, "COUNT_BOUND", 6)
+    progress = walk.progress(walk.key_of(results[0]))
+    assert (progress.place, progress.left_shown, progress.has_next) == ("6 of 6", "6", False)
+
+
+def test_pages_and_steps_follow_the_queue_order_across_skips(reviewer: User) -> None:
+    results = _results(7, ("success",))
+    queue = _queue()
+    now = timezone.now()
+    # Skipped: results[5] first, then results[1] and results[3] at one moment.
+    for result, at in ((results[5], now), (results[1], now + timedelta(seconds=1))):
+        ReviewSkip.objects.create(queue=queue, attack_result=result, user=reviewer, skipped_at=at)
+    ReviewSkip.objects.create(
+        queue=queue, attack_result=results[3], user=reviewer, skipped_at=now + timedelta(seconds=1)
+    )
+    # An older skip of results[5] does not count: its latest one does.
+    ReviewSkip.objects.create(
+        queue=queue, attack_result=results[5], user=reviewer, skipped_at=now - timedelta(days=1)
+    )
+    walk = QueueWalk(queue, user_scope(reviewer), reviewer)
+    expected = [results[i].pk for i in (6, 4, 2, 0, 5, 3, 1)]
+    assert [r.pk for r in walk.items()] == expected
+    for size in (1, 2, 3, 4, 7, 8):
+        paged: list[Any] = []
+        while chunk := walk.page(len(paged), size):
+            paged += [r.pk for r in chunk]
+        assert paged == expected, size
+    by_pk = {r.pk: r for r in results}
+    for earlier, later in itertools.pairwise(expected):
+        following = walk.hand_out(walk.key_of(by_pk[earlier]))
+        assert following is not None
+        assert following.pk == later
+        preceding = walk.hand_out(walk.key_of(by_pk[later]), forward=False)
+        assert preceding is not None
+        assert preceding.pk == earlier
+    assert walk.hand_out(walk.key_of(by_pk[expected[-1]])) is None
+    assert walk.hand_out(walk.key_of(by_pk[expected[0]]), forward=False) is None
+    for place, pk in enumerate(expected, start=1):
+        assert walk.progress(walk.key_of(by_pk[pk])).position == place
+
+
 def test_queue_index_counts_each_queue(reviewer_client: Client) -> None:
     _results(6)
     _queue()
@@ -438,9 +506,10 @@ def test_queue_page_query_count_is_constant(
 ) -> None:
     _busy_queue(n, reviewer)
     client = _client(reviewer)
-    # session, user, memberships; the queue; its counts; the viewer's verdicts today; one
-    # page of items; their latest human verdicts.
-    with django_assert_num_queries(8):
+    # session, user, memberships; the queue; its counts (bounded, one query); the viewer's
+    # verdicts today; one page of items (the never-skipped ones, then the skipped ones);
+    # their latest human verdicts.
+    with django_assert_num_queries(9):
         response = client.get(reverse("scoring:queue_detail", args=["wins"]))
     assert len(response.context["rows"]) == n
     assert response.context["progress"].total == n
@@ -465,3 +534,48 @@ def test_conversation_in_queue_mode_query_count_is_constant(
         response = client.get(page + "?queue=wins")
     assert response.context["progress"].position == 1
     assert response.context["hold"].mine
+
+
+@pytest.mark.parametrize("n", [3, 30])
+def test_next_and_previous_query_counts_are_constant(
+    reviewer: User, django_assert_num_queries: Any, n: int
+) -> None:
+    """Steps inside the never-skipped items, from them into the skipped ones and back: the
+    same queries at 3 and 30 items (every third skipped, every third held by sam)."""
+    results = _results(n, ("success",))
+    queue = _queue()
+    sam = make_user("sam")
+    now = timezone.now()
+    for i, result in enumerate(results):
+        if i % 3 == 0:
+            ReviewSkip.objects.create(queue=queue, attack_result=result, user=sam, skipped_at=now)
+        elif i % 3 == 1:
+            ReviewClaim.objects.create(
+                attack_result=result,
+                user=sam,
+                queue=queue,
+                claimed_at=now,
+                expires_at=now + timedelta(minutes=5),
+            )
+    client = _client(reviewer)
+    newest, oldest_free, newest_skipped = results[-1], results[2], results[n - 3]
+
+    def step(direction: str, after: AttackResult | None) -> str:
+        url = reverse("scoring:queue_step", args=["wins", direction])
+        response = client.get(url + (f"?from={after.pk}" if after else ""))
+        assert response.status_code == 302
+        return str(response["Location"])
+
+    # session, user, memberships; the queue; the first free item; its claim (savepoint,
+    # UPDATE, savepoint, INSERT, release, the viewer's other claims released, release).
+    with django_assert_num_queries(12):
+        assert newest.conversation_id in step("next", None)
+    # The same four; the `from` result and its skip; the never-skipped items after it (none
+    # free), then the skipped ones; the claim (seven, as above).
+    with django_assert_num_queries(15):
+        assert newest_skipped.conversation_id in step("next", oldest_free)
+    with django_assert_num_queries(15):
+        assert oldest_free.conversation_id in step("previous", newest_skipped)
+    # Nothing before the first item: back to the queue.
+    with django_assert_num_queries(7):
+        assert step("previous", newest) == reverse("scoring:queue_detail", args=["wins"])

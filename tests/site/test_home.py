@@ -14,7 +14,9 @@ from django.utils import timezone
 
 from memory.models import AttackResult, Conversation
 from redteam.common.models import Operation
+from redteam.site import home
 from redteam.site.home import MAX_QUEUES_COUNTED
+from scoring import queues
 from scoring.models import ReviewClaim, ReviewQueue, ReviewSkip
 from tests.access import grant
 from tests.memory.row_factories import make_attack_result, make_conversation
@@ -158,6 +160,27 @@ def test_recent_runs_are_counted_per_visible_operation() -> None:
     html = response.content.decode()
     assert "?operation=alpha2" in html
     assert "bravo" not in html
+
+
+def test_big_pushes_are_counted_up_to_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(home, "RECENT_WINDOW", 4)
+    monkeypatch.setattr(queues, "COUNT_BOUND", 3)
+    for _ in range(3):
+        _result(ALPHA)
+    for _ in range(2):
+        _result({"operation": "alpha2"})
+    amy, client = _member("amy")
+    grant(amy, "alpha2", "read-only")
+    response = client.get(reverse("home"))
+    runs = [(r["operation__name"], r["conversations"]) for r in response.context["recent_runs"]]
+    # The latest four conversations: both of alpha2, the two newest of alpha.
+    assert runs == [("alpha2", 2), ("alpha", 2)]
+    html = response.content.decode()
+    assert "Counted over the latest 4 conversations; more arrived." in html
+    assert "3+ awaiting review" in html  # five unreviewed results, counted up to the bound
+    monkeypatch.setattr(home, "RECENT_WINDOW", 5)
+    html = client.get(reverse("home")).content.decode()
+    assert "more arrived" not in html
 
 
 def test_empty_sections_say_why_or_are_left_out() -> None:
