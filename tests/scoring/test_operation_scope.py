@@ -322,10 +322,10 @@ def test_scoped_pages_cost_the_same_queries_at_any_size(
     # pages read their operations' sensitive categories once).
     pages = {
         reverse("scoring:attack_result_list"): 6,
-        reverse("scoring:queue_detail", args=["disagree"]): 8,
+        reverse("scoring:queue_detail", args=["disagree"]): 9,
         reverse("scoring:attack_result_detail", args=[first.pk]): 7,
         reverse("scoring:objective_detail", args=[first.objective_sha256]): 6,
-        reverse("scoring:dashboard"): 8,
+        reverse("scoring:dashboard"): 9,
         reverse("scoring:conversation_detail", args=[first.conversation_id]): 13,
     }
     for url, expected in pages.items():
