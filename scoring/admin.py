@@ -139,8 +139,46 @@ class ReviewQueueForm(forms.ModelForm[ReviewQueue]):
         return queue
 
 
+class LedOperationAdminMixin:
+    """Admin of rows that belong to one operation or, with none, to the whole team: leads
+    manage those of the operations they lead, superusers every one (the team-wide ones too)."""
+
+    def formfield_for_foreignkey(
+        self, db_field: ForeignKey[Any, Any], request: HttpRequest, **kwargs: Any
+    ) -> Any:
+        """The operations the user leads."""
+        if db_field.name == "operation":
+            led = led_operation_ids(request)
+            rows = Operation.objects.order_by("name")
+            kwargs["queryset"] = rows if led is None else rows.filter(pk__in=sorted(led))
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)  # type: ignore[misc]
+
+    def _manages(self, request: HttpRequest, obj: Any) -> bool:
+        if obj is None:
+            return manages(request)
+        if obj.operation_id is None:
+            return bool(request.user.is_superuser)
+        return manages(request, obj.operation_id)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Superusers; leads, their operations' rows."""
+        return self._manages(request, obj)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        """Superusers and leads."""
+        return manages(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """Superusers; leads, their operations' rows."""
+        return self._manages(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        """As changing."""
+        return self._manages(request, obj)
+
+
 @admin.register(ReviewQueue)
-class ReviewQueueAdmin(ScopedAdminMixin, admin.ModelAdmin[ReviewQueue]):
+class ReviewQueueAdmin(LedOperationAdminMixin, ScopedAdminMixin, admin.ModelAdmin[ReviewQueue]):
     """Review queues of the operations the user manages (every queue for a superuser)."""
 
     form = ReviewQueueForm
@@ -208,35 +246,6 @@ class ReviewQueueAdmin(ScopedAdminMixin, admin.ModelAdmin[ReviewQueue]):
         ScopedReviewQueueForm.scope = scope
         ScopedReviewQueueForm.superuser = superuser
         return ScopedReviewQueueForm
-
-    def formfield_for_foreignkey(
-        self, db_field: ForeignKey[Any, Any], request: HttpRequest, **kwargs: Any
-    ) -> Any:
-        """The operations the user manages."""
-        if db_field.name == "operation":
-            led = led_operation_ids(request)
-            rows = Operation.objects.order_by("name")
-            kwargs["queryset"] = rows if led is None else rows.filter(pk__in=sorted(led))
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
-
-    def _manages(self, request: HttpRequest, obj: ReviewQueue | None) -> bool:
-        if obj is None:
-            return manages(request)
-        if obj.operation_id is None:
-            return bool(request.user.is_superuser)
-        return manages(request, obj.operation_id)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        """Superusers; leads, their operations' queues."""
-        return self._manages(request, obj)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        """Superusers and leads."""
-        return manages(request)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        """Superusers; leads, their operations' queues."""
-        return self._manages(request, obj)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         """As changing, except the built-in queues, which stay."""
@@ -367,7 +376,9 @@ def _requirement_detail(obj: ReviewRequirement) -> dict[str, Any]:
 
 
 @admin.register(ReviewRequirement)
-class ReviewRequirementAdmin(ScopedAdminMixin, admin.ModelAdmin[ReviewRequirement]):
+class ReviewRequirementAdmin(
+    LedOperationAdminMixin, ScopedAdminMixin, admin.ModelAdmin[ReviewRequirement]
+):
     """Blind double review settings of the operations the user leads (every one for a
     superuser); each change is audited and re-evaluates the affected results at once."""
 
@@ -393,39 +404,6 @@ class ReviewRequirementAdmin(ScopedAdminMixin, admin.ModelAdmin[ReviewRequiremen
 
         ScopedRequirementForm.superuser = bool(request.user.is_superuser)
         return ScopedRequirementForm
-
-    def formfield_for_foreignkey(
-        self, db_field: ForeignKey[Any, Any], request: HttpRequest, **kwargs: Any
-    ) -> Any:
-        """The operations the user leads."""
-        if db_field.name == "operation":
-            led = led_operation_ids(request)
-            rows = Operation.objects.order_by("name")
-            kwargs["queryset"] = rows if led is None else rows.filter(pk__in=sorted(led))
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
-
-    def _manages(self, request: HttpRequest, obj: ReviewRequirement | None) -> bool:
-        if obj is None:
-            return manages(request)
-        if obj.operation_id is None:
-            return bool(request.user.is_superuser)
-        return manages(request, obj.operation_id)
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        """Superusers; leads, their operations' requirements."""
-        return self._manages(request, obj)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        """Superusers and leads."""
-        return manages(request)
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        """Superusers; leads, their operations' requirements."""
-        return self._manages(request, obj)
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        """As changing."""
-        return self._manages(request, obj)
 
     def _refresh(self, *operation_ids: int | None) -> None:
         """Re-evaluate the results of these operations (every one when one is None)."""
