@@ -151,22 +151,6 @@ def review_status(required: int, verdicts: Iterable[Verdict]) -> str:
     return ReviewStatus.AGREED if len(set(latest.values())) == 1 else ReviewStatus.DISPUTED
 
 
-def deciding_answer(
-    required: int, rows: Iterable[tuple[Any, str, str, str | None, bool]]
-) -> tuple[str, str | None] | None:
-    """(score_type, score_value) of the verdict that decides a result's outcome, from its
-    standing verdicts as (reviewer key, verdict_field, score_type, score_value, final) rows
-    ordered as scoring.review orders them (final first, then newest first), or None: the
-    blind-review rule applied to verdicts read at some moment (the dashboard's snapshot)."""
-    from scoring.review import verdict_success
-
-    answers = [r for r in rows if r[1] != VerdictField.CATEGORY]
-    status = review_status(
-        required, (Verdict(r[0], verdict_success(r[2], r[3]), bool(r[4])) for r in answers)
-    )
-    return next(((r[2], r[3]) for r in answers if counts(status, bool(r[4]))), None)
-
-
 def _verdicts(result_ids: Sequence[Any]) -> dict[Any, list[Verdict]]:
     """Standing outcome answers of these results, newest first (final ones first): one query."""
     from scoring.review import verdict_success

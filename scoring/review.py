@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
 from django.db.models import (
@@ -109,22 +108,6 @@ def human_scores() -> ScopedQuerySet[Score]:
     queries; `decides_outcome` is the same rule for a loaded row. Verdicts of a result under
     blind review that does not let them decide are left out (scoring.blind.settled_q)."""
     return human_verdicts().exclude(verdict_field=VerdictField.CATEGORY).filter(settled_q())
-
-
-def human_verdicts_as_of(moment: datetime) -> QuerySet[Score]:
-    """`human_verdicts()` as they stood at `moment`: stored by then and not yet withdrawn."""
-    return (
-        Score.objects.filter(source=ScoreSource.HUMAN, ingested_at__lte=moment)
-        .filter(Q(withdrawn_at__isnull=True) | Q(withdrawn_at__gt=moment))
-        .order_by(*_VERDICT_ORDER)
-    )
-
-
-def human_scores_as_of(moment: datetime) -> QuerySet[Score]:
-    """`human_scores()` as they stood at `moment`, for results under a single review; for
-    those under blind review the deciding one depends on the verdicts standing then, which
-    scoring.blind.deciding_answer works out from `human_verdicts_as_of`."""
-    return human_verdicts_as_of(moment).exclude(verdict_field=VerdictField.CATEGORY)
 
 
 def deciding_verdict(
