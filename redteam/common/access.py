@@ -162,6 +162,19 @@ def _operations_scope(operations: models.QuerySet[Operation], viewer_id: int | N
     )
 
 
+def add_operation_option(parser: Any, help_text: str) -> None:
+    """A command's repeatable `--operation NAME` (into `options["operations"]`), which
+    `command_scope` reads."""
+    parser.add_argument(
+        "--operation",
+        dest="operations",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help=help_text,
+    )
+
+
 def command_scope(operation_names: Iterable[str] = ()) -> Scope:
     """A management command's scope: every operation, or only the named ones (as lead).
 

@@ -18,7 +18,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.http import QueryDict
 
-from redteam.common.access import Scope, command_scope, user_scope
+from redteam.common.access import Scope, add_operation_option, command_scope, user_scope
 from scoring.human_labels import (
     KINDS,
     MAX_RATERS,
@@ -63,13 +63,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("-o", "--output", default="-", help="File to write (default stdout).")
-        parser.add_argument(
-            "--operation",
-            dest="operations",
-            action="append",
-            default=[],
-            metavar="NAME",
-            help="Export only this operation's results (repeatable; default: every operation).",
+        add_operation_option(
+            parser, "Export only this operation's results (repeatable; default: every operation)."
         )
         parser.add_argument(
             "--user", metavar="USERNAME", help="Export only what this user may read."

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from redteam.common.access import command_scope
+from redteam.common.access import add_operation_option, command_scope
 from scoring.calibration import (
     CalibrationFilterError,
     calibration_query,
@@ -29,14 +29,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         """Output, operations and the API's filters."""
         parser.add_argument("-o", "--output", default="-", help="File to write (default stdout).")
-        parser.add_argument(
-            "--operation",
-            dest="operations",
-            action="append",
-            default=[],
-            metavar="NAME",
-            help="Read only this operation's verdicts and scores (repeatable).",
-        )
+        add_operation_option(parser, "Read only this operation's verdicts and scores (repeatable).")
         parser.add_argument("--eval-hash", dest="eval_hash", default="")
         for name in ("scorer", "label", "harm-category"):
             parser.add_argument(f"--{name}", action="append", default=[])

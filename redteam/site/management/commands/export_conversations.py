@@ -24,7 +24,7 @@ from memory.export import export_pieces_with_scores
 from memory.filters import MessagePieceFilterSet
 from memory.models import MessagePiece
 from memory.querysets import pieces_for_export
-from redteam.common.access import Scope, command_scope
+from redteam.common.access import Scope, add_operation_option, command_scope
 from redteam.site.run_export import select_run, write_run
 
 # Conversations exported per round trip: bounds memory for very large exports.
@@ -65,13 +65,8 @@ class Command(BaseCommand):
             default=None,
             help="0.13: to_dict() with scores (default); 1.x: model_dump(mode='json').",
         )
-        parser.add_argument(
-            "--operation",
-            dest="operations",
-            action="append",
-            default=[],
-            metavar="NAME",
-            help="Export only this operation's rows (repeatable; default: every operation).",
+        add_operation_option(
+            parser, "Export only this operation's rows (repeatable; default: every operation)."
         )
         parser.add_argument(
             "--run",

@@ -19,7 +19,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.http import QueryDict
 
-from redteam.common.access import command_scope
+from redteam.common.access import add_operation_option, command_scope
 from redteam.site.memory_export import MediaFolder, write_memory_file
 from redteam.site.memory_slice import LIST_PAGES, SliceError, select_slice
 
@@ -61,13 +61,8 @@ class Command(BaseCommand):
             default="1.x",
             help="PyRIT schema line: 1.x (PyRIT 1.0/1.1, default) or 0.13 (PyRIT 0.12-0.14).",
         )
-        parser.add_argument(
-            "--operation",
-            dest="operations",
-            action="append",
-            default=[],
-            metavar="NAME",
-            help="Export only this operation's rows (repeatable; default: every operation).",
+        add_operation_option(
+            parser, "Export only this operation's rows (repeatable; default: every operation)."
         )
         parser.add_argument(
             "--from",
