@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from _common import DEFAULT_URL, ROOT, WORDS, recreate_database
@@ -233,10 +233,29 @@ def start_server(env: dict[str, str], port: int, workers: int) -> Server:
 # --- HTTP load ---------------------------------------------------------------------------
 
 
-def post_all(port: int, key: str, bodies: Sequence[bytes], clients: int) -> tuple[float, int]:
+def busy_cpu_seconds() -> float:
+    """CPU time this machine has spent busy (every process, every core) since boot, from
+    /proc/stat: what a measured phase costs in core-seconds, whoever spent it (gunicorn,
+    PostgreSQL, the load generator)."""
+    with open("/proc/stat") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Posted:
+    """What one post_all call did: wall seconds, items stored, busy core-seconds."""
+
+    seconds: float
+    stored: int
+    cpu: float
+
+
+def post_all(port: int, key: str, bodies: Sequence[bytes], clients: int) -> Posted:
     """POST every body to /api/v1/ingest/ from `clients` keep-alive connections.
 
-    Returns (seconds, items stored). Any non-200 answer or rejected item aborts the run.
+    Any non-200 answer or rejected item aborts the run.
     """
     work: queue.Queue[bytes] = queue.Queue()
     for body in bodies:
@@ -262,15 +281,15 @@ def post_all(port: int, key: str, bodies: Sequence[bytes], clients: int) -> tupl
         conn.close()
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), busy_cpu_seconds()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, busy_cpu_seconds() - start_cpu
     if errors:
         raise SystemExit(f"ingest failed: {errors[0]}")
-    return elapsed, sum(stored)
+    return Posted(elapsed, sum(stored), cpu)
 
 
 def single_message_bodies(factory: PieceFactory, n: int) -> list[bytes]:
@@ -289,21 +308,24 @@ def batch_bodies(pieces: Sequence[dict[str, Any]], size: int) -> list[bytes]:
     ]
 
 
-def single_rate(args: argparse.Namespace, key: str, bodies: Sequence[bytes]) -> float:
-    """Requests/s of one-message requests: the best of several short bursts.
+def single_rate(args: argparse.Namespace, key: str, bodies: Sequence[bytes]) -> tuple[float, float]:
+    """(requests/s, core-ms per request) of one-message requests: the best of several short
+    bursts.
 
     Other processes on the machine only ever slow a burst down, so the best burst is the
     closest estimate of what the server itself can do at this table size.
     """
     bursts = max(1, args.bursts)
     size = max(1, len(bodies) // bursts)
-    best = 0.0
+    best = (0.0, 0.0)
     for b in range(bursts):
         chunk = bodies[b * size : (b + 1) * size]
-        seconds, stored = post_all(args.port, key, chunk, args.clients)
-        if stored != len(chunk):
-            raise SystemExit(f"single-message requests stored {stored} of {len(chunk)}")
-        best = max(best, stored / seconds)
+        posted = post_all(args.port, key, chunk, args.clients)
+        if posted.stored != len(chunk):
+            raise SystemExit(f"single-message requests stored {posted.stored} of {len(chunk)}")
+        rate = posted.stored / posted.seconds
+        if rate > best[0]:
+            best = (rate, posted.cpu * 1000 / posted.stored)
     return best
 
 
@@ -410,29 +432,81 @@ def copy_fill(env: dict[str, str], pieces: int) -> None:
         raise SystemExit(f"COPY fill failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
 
 
+def bench_writer(env: dict[str, str]) -> str:
+    """A user, the `bench` operation and an ingest API key for it; returns the key.
+
+    The measured pieces name no operation: they land in the key's default, `bench`.
+    """
+    manage(
+        env,
+        "shell",
+        "-c",
+        "from django.contrib.auth.models import User; User.objects.get_or_create(username='bench')",
+    )
+    manage(env, "create_operation", "bench")
+    manage(env, "grant", "--user", "bench", "--operation", "bench", "--role", "reviewer")
+    return manage(
+        env, "create_api_key", "--user", "bench", "--scopes", "ingest", "--operations", "bench"
+    ).strip()
+
+
+def clone_database(url: str, source: str) -> str:
+    """Copy database `source` to `<url's database>_large` (replaced if present; file copy,
+    so a 10M-piece database takes a minute, not a reload) and return the copy's URL."""
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/") + "_large"
+    copy_url = urlunsplit(parts._replace(path="/" + name))
+    recreate_database(copy_url)  # refuses names not starting with "bench"
+    admin = urlunsplit(parts._replace(path="/postgres"))
+    print(f"copying database {source} to {name} ...", flush=True)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+            (source,),
+        )
+        conn.execute(f'DROP DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{source}" STRATEGY FILE_COPY')
+    return copy_url
+
+
 def batch_rate(
     args: argparse.Namespace, key: str, url: str, pieces: Sequence[dict[str, Any]]
-) -> tuple[float, float]:
-    """(HTTP batch pieces/s, raw COPY rows/s) over the same rows, alternating in rounds so
-    that load from anything else on the machine weighs on both alike."""
+) -> tuple[float, float, float]:
+    """(HTTP batch pieces/s, raw COPY rows/s, core-µs per batch-ingested piece) over the same
+    rows, alternating in rounds so that load from anything else on the machine weighs on both
+    alike."""
     baseline = CopyBaseline(url)
-    http_seconds = copy_seconds = 0.0
+    http_seconds = copy_seconds = cpu = 0.0
     stored = 0
     rounds = max(1, args.rounds)
     per_round = -(-len(pieces) // rounds)
     for r in range(rounds):
         chunk = pieces[r * per_round : (r + 1) * per_round]
         copy_seconds += baseline.copy(chunk)
-        seconds, n = post_all(args.port, key, batch_bodies(chunk, args.batch_size), args.clients)
-        http_seconds += seconds
-        stored += n
+        posted = post_all(args.port, key, batch_bodies(chunk, args.batch_size), args.clients)
+        http_seconds += posted.seconds
+        stored += posted.stored
+        cpu += posted.cpu
     copied = baseline.close()
     if stored != len(pieces) or copied != len(pieces):
         raise SystemExit(f"stored {stored} and copied {copied} of {len(pieces)} pieces")
-    return stored / http_seconds, copied / copy_seconds
+    return stored / http_seconds, copied / copy_seconds, cpu * 1e6 / stored
 
 
 # --- main ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Rates:
+    """What one size measured: stored pieces, single-message requests/s and core-ms per
+    request, batch pieces/s, COPY rows/s, core-µs per batch-ingested piece."""
+
+    at: int
+    single: float
+    single_cpu: float
+    batch: float
+    copy: float
+    batch_cpu: float
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -448,6 +522,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="COPY/HTTP alternations")
     parser.add_argument("--bursts", type=int, default=5, help="single-message bursts (best)")
     parser.add_argument("--port", type=int, default=8195)
+    parser.add_argument(
+        "--large-from",
+        metavar="DATABASE",
+        help="measure the large size on a copy of this database (e.g. the one bench/pages.py "
+        "just loaded) instead of COPY-loading up to --large",
+    )
     args = parser.parse_args(argv)
 
     url = database_url()
@@ -455,18 +535,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     recreate_database(url)
     env = server_env(url)
     manage(env, "migrate", "--noinput", "-v0")
-    manage(
-        env,
-        "shell",
-        "-c",
-        "from django.contrib.auth.models import User; User.objects.get_or_create(username='bench')",
-    )
-    # The measured pieces name no operation: they land in the key's default, `bench`.
-    manage(env, "create_operation", "bench")
-    manage(env, "grant", "--user", "bench", "--operation", "bench", "--role", "reviewer")
-    key = manage(
-        env, "create_api_key", "--user", "bench", "--scopes", "ingest", "--operations", "bench"
-    ).strip()
+    key = bench_writer(env)
 
     factory = PieceFactory(seed=20261122)
     print("generating pieces ...", flush=True)
@@ -475,33 +544,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     single = {size: single_message_bodies(factory, args.single_requests) for size in measured}
     bodies_small = batch_bodies(filler_small, args.batch_size)
 
-    results: dict[str, tuple[int, float, float, float]] = {}
+    results: dict[str, Rates] = {}
     server = start_server(env, args.port, args.workers)
     try:
         post_all(args.port, key, bodies_small, args.clients)
         for size in ("small", "large"):
             if size == "large":
                 server.stop()
-                target = args.large - stored_pieces(url) - args.pieces - args.single_requests
-                print(f"COPY-loading {max(0, target):,} pieces ...", flush=True)
-                copy_fill(env, target)
+                if args.large_from:
+                    url = clone_database(url, args.large_from)
+                    env = server_env(url)
+                    manage(env, "migrate", "--noinput", "-v0")
+                    key = bench_writer(env)
+                else:
+                    target = args.large - stored_pieces(url) - args.pieces - args.single_requests
+                    print(f"COPY-loading {max(0, target):,} pieces ...", flush=True)
+                    copy_fill(env, target)
                 server = start_server(env, args.port, args.workers)
             at = stored_pieces(url)
             print(f"measuring at {at:,} stored pieces ...", flush=True)
-            single_rate_ = single_rate(args, key, single[size])
-            batch, copy = batch_rate(args, key, url, measured[size])
-            results[size] = (at, single_rate_, batch, copy)
+            single_, single_cpu = single_rate(args, key, single[size])
+            batch, copy, batch_cpu = batch_rate(args, key, url, measured[size])
+            results[size] = Rates(at, single_, single_cpu, batch, copy, batch_cpu)
     finally:
         server.stop()
 
-    small_at, small_single, small_batch, small_copy = results["small"]
-    large_at, large_single, large_batch, large_copy = results["large"]
-    copy_rate = (small_copy + large_copy) / 2
-    ratio = min(small_batch / small_copy, large_batch / large_copy)
-    single_flat = large_single / small_single
-    batch_flat = large_batch / small_batch
-    worst_batch = min(small_batch, large_batch)
-    worst_single = min(small_single, large_single)
+    small, large = results["small"], results["large"]
+    copy_rate = (small.copy + large.copy) / 2
+    ratio = min(small.batch / small.copy, large.batch / large.copy)
+    single_flat = large.single / small.single
+    batch_flat = large.batch / small.batch
+    worst_batch = min(small.batch, large.batch)
+    worst_single = min(small.single, large.single)
 
     def line(label: str, value: str) -> None:
         print(f"{label:<62} {value:>12}")
@@ -510,8 +584,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     line("measure", "value")
     print("-" * 75)
     line("raw COPY into LIKE memory_messagepiece INCLUDING ALL", f"{copy_rate:,.0f} /s")
-    for at, batch in ((small_at, small_batch), (large_at, large_batch)):
-        line(f"HTTP batch ingest at {at:,} stored pieces", f"{batch:,.0f} /s")
+    for r in (small, large):
+        line(f"HTTP batch ingest at {r.at:,} stored pieces", f"{r.batch:,.0f} /s")
     print(
         f"  ({args.batch_size} pieces per request, {args.clients} clients, {args.workers} workers)"
     )
@@ -521,10 +595,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"batch ingest / PyRIT SQLite bulk insert ({PYRIT_SQLITE_PIECES_PER_S:,}/s)",
         f"{worst_batch / PYRIT_SQLITE_PIECES_PER_S:.2f}x",
     )
-    for at, rate in ((small_at, small_single), (large_at, large_single)):
-        line(f"single-message requests at {at:,} stored pieces", f"{rate:,.0f} /s")
+    for r in (small, large):
+        line(f"single-message requests at {r.at:,} stored pieces", f"{r.single:,.0f} /s")
     print(f"  (one message per request, {args.clients} clients; best of {args.bursts} bursts)")
     line("single-message rate, large / small (budget >= 80%)", f"{single_flat:.1%}")
+    # Sizing (docs/sizing.md): what a piece costs in busy core time, every process counted.
+    batch_cpu = max(small.batch_cpu, large.batch_cpu)
+    single_cpu = max(small.single_cpu, large.single_cpu)
+    line("batch ingest: core-µs per piece (server + database)", f"{batch_cpu:,.0f}")
+    line("  pieces/s per busy core", f"{1e6 / batch_cpu:,.0f}")
+    line("single messages: core-ms per request", f"{single_cpu:,.2f}")
+    line("  requests/s per busy core", f"{1000 / single_cpu:,.0f}")
+    cores = TARGET_BATCH_PIECES_PER_S * batch_cpu / 1e6
+    line(f"  cores for {TARGET_BATCH_PIECES_PER_S:,} batch pieces/s at this cost", f"{cores:.1f}")
     met = worst_batch >= TARGET_BATCH_PIECES_PER_S
     line(
         f"target: batch >= {TARGET_BATCH_PIECES_PER_S:,}/s (3x PyRIT)", "met" if met else "not met"

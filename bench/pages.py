@@ -23,6 +23,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import multiprocessing
+import os
 import random
 import statistics
 import time
@@ -36,20 +38,11 @@ from _common import WORDS as BASE_WORDS
 from _common import django_on_scratch_database
 
 PIECES_PER_CONVERSATION = 10
-SCALES = (10_000, 1_000_000)
+SCALES = (10_000, 10_000_000)
 BUDGET_RATIO = 2.0
-BUDGETED = (
-    "conversation list",
-    "conversation page",
-    "dashboard",
-    "dashboard, trend per day",
-    "home",
-    "review queues",
-    "unreviewed queue",
-    "conversation in a queue",
-    "live: conversation list",
-    "live: dashboard",
-)
+# Every timed page carries the budget; the issue's list: list, filtered list, full-text
+# search, conversation, attack results, review queue, dashboard, scorer and objective pages,
+# API reads (and the live polls, home and the review pages besides).
 # Results pushed through the ingestion service right before the timings: the dashboard must
 # stay flat right after a large push (its counts are kept by each ingest, not recounted).
 PUSH_RESULTS = 5_000
@@ -230,6 +223,8 @@ class Generator:
     verdicts by `reviewers` on the first REVIEWED_RESULTS results picked."""
 
     def __init__(self, seed: int, ids: Identifiers, reviewers: Sequence[int] = ()) -> None:
+        self.seed = seed
+        self.forks = 0  # parallel loads started from this generator (seeds their children)
         self.rng = random.Random(seed)
         # Its own stream, so adding verdicts leaves every other generated row as it was.
         self.review_rng = random.Random(seed + 1)
@@ -437,9 +432,53 @@ def _value(item: dict[str, Any], column: str, model_field: Any) -> Any:
     return None
 
 
-def load(gen: Generator, conversations: int, chunk: int = 5_000) -> float:
-    """Load `conversations` conversations (10 pieces each) with COPY; seconds taken."""
-    from django.db import connection, transaction
+def load(gen: Generator, conversations: int, chunk: int = 5_000, jobs: int = 1) -> float:
+    """Load `conversations` conversations (10 pieces each) with COPY; seconds taken.
+
+    With `jobs` > 1 and at least a chunk per job, the conversations are split between that
+    many forked processes, each with its own generator (seeded from `gen`'s) and connection:
+    PostgreSQL then builds the rows and their indexes on every core, which is what bounds a
+    single COPY stream. The small scale always loads in this process, so its data is the
+    same whatever `jobs` is.
+    """
+    from django.db import connection, connections
+
+    started = time.perf_counter()
+    now = datetime.now(UTC) - timedelta(hours=1)
+    if jobs <= 1 or conversations < jobs * chunk:
+        _load_chunks(gen, conversations, chunk, now)
+    else:
+        connections.close_all()  # each child opens its own
+        context = multiprocessing.get_context("fork")
+        share = -(-conversations // jobs)
+        children = []
+        for job in range(jobs):
+            n = min(share, conversations - job * share)
+            child_gen = Generator(seed=gen.seed * 1000 + gen.forks * jobs + job, ids=gen.ids)
+            children.append(context.Process(target=_load_child, args=(child_gen, n, chunk, now)))
+        gen.forks += 1
+        for child in children:
+            child.start()
+        for child in children:
+            child.join()
+        if any(child.exitcode != 0 for child in children):
+            raise SystemExit("a loading process failed")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    return time.perf_counter() - started
+
+
+def _load_child(gen: Generator, conversations: int, chunk: int, now: datetime) -> None:
+    """A forked loader's work (its own database connection, opened on first use)."""
+    _load_chunks(gen, conversations, chunk, now)
+    from django.db import connections
+
+    connections.close_all()
+
+
+def _load_chunks(gen: Generator, conversations: int, chunk: int, now: datetime) -> None:
+    """COPY the conversations in transactions of `chunk`, reporting progress."""
+    from django.db import transaction
 
     from memory.models import AttackResult, Conversation, MessagePiece, Score
 
@@ -449,18 +488,14 @@ def load(gen: Generator, conversations: int, chunk: int = 5_000) -> float:
         "result": AttackResult,
         "score": Score,
     }
-    started = time.perf_counter()
-    now = datetime.now(UTC) - timedelta(hours=1)
     done = 0
     while done < conversations:
         n = min(chunk, conversations - done)
         with transaction.atomic():
             _copy(tables, gen.conversations(n, now))
         done += n
-        print(f"  loaded {done * PIECES_PER_CONVERSATION:,} pieces", flush=True)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
-    return time.perf_counter() - started
+        if done % (chunk * 20) == 0 or done == conversations:
+            print(f"  loaded {done * PIECES_PER_CONVERSATION:,} pieces", flush=True)
 
 
 def push_results(ids: Identifiers, count: int, seed: int, batch: int = 500) -> float:
@@ -564,20 +599,27 @@ def measure_all(
 
 
 def pages(sample: dict[str, str]) -> list[tuple[str, str]]:
-    """(name, url) of every timed page; the first three carry the budget."""
+    """(name, url) of every timed page."""
+    conversation = sample["conversation"]
     return [
         ("conversation list", "/conversations/"),
-        ("conversation page", f"/conversations/{sample['conversation']}/"),
+        ("conversation page", f"/conversations/{conversation}/"),
         ("dashboard", "/dashboard/?label_key=operation"),
         ("dashboard, trend per day", "/dashboard/?trend_by=target&period=day"),
-        ("list, label+harm filter", "/conversations/?label=operation:op3&harm_category=violence"),
+        # Filters that fill a page at every scale (a part-filled page renders less, which
+        # would make the small scale's time the wrong reference).
+        ("list, label filter", "/conversations/?label=operator:user3"),
+        ("list, harm+outcome filter", "/conversations/?harm_category=violence&outcome=failure"),
         ("list, full-text search", "/conversations/?q=tumbler+wrench"),
         ("list, page 2", f"/conversations/?cursor={sample['cursor']}"),
         ("attack results", "/attack-results/"),
+        ("attack results, filtered", "/attack-results/?outcome=success&attack=CrescendoAttack"),
+        ("attack result page", f"/attack-results/{sample['attack_result']}/"),
+        ("objective page", f"/objectives/{sample['objective']}/"),
         ("home", "/"),
         ("review queues", "/review/"),
         ("unreviewed queue", "/review/unreviewed/"),
-        ("conversation in a queue", f"/conversations/{sample['conversation']}/?queue=unreviewed"),
+        ("conversation in a queue", f"/conversations/{conversation}/?queue=unreviewed"),
         ("identifier index", "/identifiers/"),
         # Live pages' polls (redteam/common/live.py): nothing new since the page, and a page
         # that showed nothing (the count stops at its bound).
@@ -592,15 +634,31 @@ def pages(sample: dict[str, str]) -> list[tuple[str, str]]:
         ("live: dashboard", f"/live/dashboard/?since={sample['result_marker']}"),
         ("scorers", "/scorers/"),
         ("scorer page", f"/scorers/{sample['eval_hash']}/"),
-        ("scorer metrics API", "/api/v1/scorer-metrics/"),
         ("adjudication queue", "/review/adjudication/"),
         ("reviewers' agreement", "/review/reviewers/"),
+        # API reads (the session's user; the same scoping as the pages).
+        ("API: conversations", "/api/v1/conversations/"),
+        ("API: conversations, label", "/api/v1/conversations/?label=operator:user3"),
+        ("API: conversation", f"/api/v1/conversations/{conversation}/"),
+        ("API: message pieces", f"/api/v1/message-pieces/?conversation_id={conversation}"),
+        ("API: attack results", "/api/v1/attack-results/"),
+        ("API: scores", "/api/v1/scores/"),
+        ("API: scorer metrics", "/api/v1/scorer-metrics/"),
     ]
 
 
-def sample_urls() -> dict[str, str]:
-    """A conversation from the middle of the table, the list's second-page cursor, and the
-    markers the live pages render (the newest conversation and result)."""
+def sample_conversation() -> str:
+    """A conversation from the middle of the small scale's table: the one every scale opens,
+    so its pages render the same content at each size."""
+    from memory.models import Conversation
+
+    total = Conversation.objects.count()
+    return str(Conversation.objects.order_by("conversation_id")[total // 2].conversation_id)
+
+
+def sample_urls(conversation_id: str) -> dict[str, str]:
+    """The sample conversation and its attack result and objective, the list's second-page
+    cursor, and the markers the live pages render (the newest conversation and result)."""
     from memory.live import list_marker
     from memory.models import AttackResult, Conversation
     from memory.querysets import conversations_for_list
@@ -610,8 +668,9 @@ def sample_urls() -> dict[str, str]:
     from scoring.calibration import calibrations_for
     from scoring.live import conversation_live
 
-    total = Conversation.objects.count()
-    middle = Conversation.objects.order_by("conversation_id")[total // 2]
+    middle = Conversation.objects.get(conversation_id=conversation_id)
+    result = middle.attack_results.order_by("attack_result_id").first()
+    assert result is not None
     first_page = list(conversations_for_list(Scope.everything_scope())[:DEFAULT_PAGE_SIZE])
     last = first_page[-1]
     assert last.last_timestamp is not None
@@ -628,6 +687,8 @@ def sample_urls() -> dict[str, str]:
     assert live is not None
     return {
         "conversation": middle.conversation_id,
+        "attack_result": str(result.attack_result_id),
+        "objective": result.objective_sha256,
         "cursor": cursor,
         "list_marker": list_marker_.token(),
         "result_marker": Marker(newest.ingested_at, newest.pk).token(),
@@ -646,6 +707,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         default=PUSH_RESULTS,
         help="attack results pushed through ingestion right before each scale's timings",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="parallel loading processes for the larger scale",
     )
     args = parser.parse_args(argv)
     django_on_scratch_database("bench/pages.py")
@@ -667,10 +734,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     results: list[Measurement] = []
     loaded = 0
+    conversation = ""
     for scale in args.scales:
         conversations = scale // PIECES_PER_CONVERSATION - loaded
         print(f"Loading up to {scale:,} pieces ({conversations:,} more conversations)...")
-        seconds = load(gen, conversations)
+        seconds = load(gen, conversations, jobs=args.jobs if loaded else 1)
         loaded += conversations
         print(f"  {conversations * PIECES_PER_CONVERSATION / seconds:,.0f} pieces/s with COPY")
         # COPY bypasses the ingestion service: count what it loaded as ingestion would have
@@ -685,7 +753,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"  pushed {args.push:,} attack results through ingestion in {pushed:.1f} s "
             f"({args.push / pushed:,.0f}/s); every page below is timed right after the push"
         )
-        for m in measure_all(client, pages(sample_urls()), scale, args.repeat):
+        storage(scale)
+        conversation = conversation or sample_conversation()
+        for m in measure_all(client, pages(sample_urls(conversation)), scale, args.repeat):
             results.append(m)
             print(
                 f"  {m.page:<26} {m.median_ms:7.1f} ms  cpu {m.cpu_ms:6.1f} ms  "
@@ -693,6 +763,30 @@ def main(argv: Sequence[str] | None = None) -> int:
                 flush=True,
             )
     return report(results, args.scales)
+
+
+def storage(pieces: int) -> None:
+    """Print the database's size and its biggest tables (with their indexes and TOAST), and
+    what that makes per stored piece: the sizing figures of docs/sizing.md."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_database_size(current_database())")
+        (total,) = cursor.fetchone()
+        cursor.execute(
+            "SELECT c.relname, pg_total_relation_size(c.oid), pg_indexes_size(c.oid) "
+            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE c.relkind = 'r' AND n.nspname = 'public' "
+            "ORDER BY pg_total_relation_size(c.oid) DESC LIMIT 5"
+        )
+        tables = cursor.fetchall()
+    gb = 1024**3
+    print(
+        f"  storage at {pieces:,} pieces: {total / gb:.2f} GB, {total / pieces:,.0f} bytes "
+        f"per piece ({gb / (total / pieces):,.0f} pieces per GB), all tables and indexes"
+    )
+    for name, size, indexes in tables:
+        print(f"    {name:<32} {size / gb:6.2f} GB (indexes {indexes / gb:.2f} GB)")
 
 
 def _label(pieces: int) -> str:
@@ -714,17 +808,16 @@ def report(results: list[Measurement], scales: Sequence[int]) -> int:
     for name in names:
         a, b = by[(name, small)], by[(name, large)]
         ratio = b.median_ms / a.median_ms if a.median_ms else float("inf")
-        budget = name in BUDGETED
         ok = ratio < BUDGET_RATIO and a.queries == b.queries and a.status == b.status == 200
-        failed |= budget and not ok
-        mark = ("ok" if ok else "MISSED") if budget else ""
+        failed |= not ok
+        mark = "ok" if ok else "MISSED"
         print(
             f"{name:<26} {a.median_ms:7.1f} {b.median_ms:7.1f} {ratio:6.2f} {a.cpu_ms:8.1f} "
             f"{b.cpu_ms:7.1f} {a.db_ms:7.1f} {b.db_ms:6.1f} {a.queries:>4}/{b.queries:<4} {mark}"
         )
     print(
-        f"\nBudget: ratio {hi}/{lo} < {BUDGET_RATIO} and equal query counts for "
-        f"{', '.join(BUDGETED)}: {'MISSED' if failed else 'met'}"
+        f"\nBudget: ratio {hi}/{lo} < {BUDGET_RATIO}, equal query counts and HTTP 200 for "
+        f"every page: {'MISSED' if failed else 'met'}"
     )
     return 1 if failed else 0
 
