@@ -79,3 +79,36 @@ def django_on_scratch_database(script: str) -> None:
 
     django.setup()
     call_command("migrate", verbosity=0)
+
+
+SERVER_SETTINGS = ("shared_buffers", "max_wal_size", "checkpoint_timeout", "wal_compression")
+
+
+def describe_server(url: str) -> str:
+    """One line naming the machine and the PostgreSQL settings that bound a large table's
+    write rate (docs/sizing.md), printed with every figure so a table says what it ran on."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        version = conn.execute("SHOW server_version").fetchone()
+        settings = [
+            f"{name} {conn.execute(f'SHOW {name}').fetchone()[0]}"  # type: ignore[index]
+            for name in SERVER_SETTINGS
+        ]
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3
+    return (
+        f"{os.cpu_count()} CPUs, {ram:.0f} GB RAM; PostgreSQL {version[0] if version else '?'}, "
+        + ", ".join(settings)
+    )
+
+
+def shared_buffers_bytes(url: str) -> int:
+    """PostgreSQL's shared_buffers, in bytes."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT setting::bigint * pg_size_bytes(unit) FROM pg_settings "
+            "WHERE name = 'shared_buffers'"
+        ).fetchone()
+    return int(row[0]) if row else 0

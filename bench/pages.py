@@ -35,7 +35,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from _common import WORDS as BASE_WORDS
-from _common import django_on_scratch_database
+from _common import describe_server, django_on_scratch_database
 
 PIECES_PER_CONVERSATION = 10
 SCALES = (10_000, 10_000_000)
@@ -716,6 +716,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     django_on_scratch_database("bench/pages.py")
+    print(f"server: {describe_server(os.environ['DATABASE_URL'])}")
 
     from django.contrib.auth.models import User
     from django.test import Client
