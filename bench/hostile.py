@@ -20,6 +20,7 @@ What it does, in one run on one machine:
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import re
 import statistics
@@ -92,6 +93,22 @@ def measure(clients: tuple[Any, Any], urls: list[str], repeat: int) -> list[Fetc
     return out
 
 
+def named_operations(value: Any) -> set[str]:
+    """Every operation named by a `labels` object anywhere in `value` (ingest bodies)."""
+    found: set[str] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            labels = item.get("labels")
+            if isinstance(labels, dict) and isinstance(labels.get("operation"), str):
+                found.add(labels["operation"])
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     """Load, measure, print; non-zero exit when a bound is missed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -100,18 +117,35 @@ def main(argv: list[str] | None = None) -> int:
     django_on_scratch_database("bench/hostile.py")
 
     from django.contrib.auth.models import User
+    from django.core.management import call_command
     from django.test import Client
 
     from memory.models import ComponentIdentifier
-    from redteam.common.models import ApiKey
     from tests.security import hostile_payloads as hp
 
+    fixtures = ROOT / os.environ.get("REDTEAM_FIXTURES", "../shared/fixtures")
     user = User.objects.create_superuser("bench", "bench@example.invalid", "bench-pass-1")
     browser = Client(HTTP_HOST="127.0.0.1")
     browser.force_login(user)
-    key = ApiKey.objects.create_key(name="bench", user=user, scopes=["ingest", "read"])[1]
+    ordinary = hp.ordinary_case(fixtures)
+    cases = hp.all_cases(fixtures)
+    # Every ingested row belongs to an operation: the key writes into `bench` by default and
+    # into every operation the payloads' labels name.
+    named = named_operations([c.bodies for c in [ordinary, *cases]])
+    operations = ["bench", *sorted(named - {"bench"})]
+    for operation in operations:
+        call_command("create_operation", operation, stdout=io.StringIO())
+    out = io.StringIO()
+    call_command(
+        "create_api_key",
+        "--user=bench",
+        "--scopes=ingest,read",
+        f"--operations={','.join(operations)}",
+        stdout=out,
+        stderr=io.StringIO(),
+    )
+    key = out.getvalue().strip()
     api = Client(HTTP_HOST="127.0.0.1", HTTP_AUTHORIZATION=f"Bearer {key}")
-    fixtures = ROOT / os.environ.get("REDTEAM_FIXTURES", "../shared/fixtures")
 
     def load(case: Any) -> list[str]:
         known = set(ComponentIdentifier.objects.values_list("hash", flat=True))
@@ -119,7 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         for body in case.bodies:
             response = api.post("/api/v1/ingest/", hp.encode_body(body), "application/json")
             if response.status_code != 200:
-                raise SystemExit(f"{case.name}: ingest answered {response.status_code}")
+                raise SystemExit(
+                    f"{case.name}: ingest answered {response.status_code}: "
+                    f"{response.content[:2000]!r}"
+                )
         print(
             f"  ingested {case.name:28} {case.body_bytes / 1024:8.0f} KiB in "
             f"{time.perf_counter() - started:5.2f} s"
@@ -128,12 +165,10 @@ def main(argv: list[str] | None = None) -> int:
         return sorted(new)[:12]
 
     print("Loading ordinary data...")
-    ordinary = hp.ordinary_case(fixtures)
     ordinary_urls = ordinary.urls(load(ordinary))
     # The baseline is measured before any hostile row exists (list pages show everything).
     baseline = {f.kind: f for f in measure((api, browser), ordinary_urls, args.repeat)}
     print("Loading every hostile class...")
-    cases = hp.all_cases(fixtures)
     case_urls = [(case, case.urls(load(case))) for case in cases]
     # Everything stays in the database, so list reads may copy all of it back.
     ingested = sum(c.body_bytes for c in [ordinary, *cases])

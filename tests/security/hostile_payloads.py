@@ -509,6 +509,8 @@ def ordinary_case(fixtures_dir: Path) -> HostileCase:
     for item in items:
         item["labels"] = {"operation": "op_2026_11", "operator": "roakey"}
     result = attack_result(result_template, cid, "ordinary objective")
+    # In its conversation's operation (a result naming another one is refused).
+    result["labels"] = {**(result.get("labels") or {}), "operation": "op_2026_11"}
     body = {"message_pieces": items, "attack_results": [result]}
     atomic_hash = str(result_template["atomic_attack_identifier"]["hash"])
     return HostileCase(
