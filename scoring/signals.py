@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, router
+from django.db import DEFAULT_DB_ALIAS, connections, router
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
 from memory.hooks import results_changed
 from memory.models import AttackResult, Score, ScoreSource
 from redteam.common.audit import record_audit
+from scoring.models import TalliedResult
 from scoring.tallies import rebuild_tallies, retally, tallies_missing
 
 
@@ -43,7 +44,13 @@ def _untally_deleted_result(
 def build_missing_tallies(using: str = DEFAULT_DB_ALIAS, **kwargs: Any) -> None:
     """post_migrate: count every result once when none was ever tallied (in the database
     the application writes to; another alias is left to `refresh_dashboard`)."""
-    if using == router.db_for_write(AttackResult) and tallies_missing(using):
+    if using != router.db_for_write(AttackResult):
+        return
+    # Migrating backwards past the tallies (e.g. `migrate memory 0016`) drops their tables;
+    # there is nothing to count into then.
+    if TalliedResult._meta.db_table not in connections[using].introspection.table_names():
+        return
+    if tallies_missing(using):
         rebuild_tallies()
 
 

@@ -25,6 +25,7 @@ from redteam.common.models import ApiKey
 from redteam.site.ingest import ingest_batch
 from scoring.models import OutcomeTally, TalliedResult
 from scoring.services import edit_review, record_review, record_verdict, withdraw_review
+from scoring.signals import build_missing_tallies
 from scoring.tallies import (
     SHARDS,
     TREND_PERIODS,
@@ -562,3 +563,13 @@ def test_trend_chart_breaks_lines_at_empty_periods_and_keeps_labels_inside() -> 
     assert anchors[0] == "start"
     assert anchors[-1] == "end"
     assert chart["x_labels"][-1]["text"] == "03-30"
+
+
+def test_migrating_back_past_the_tallies_skips_counting_them() -> None:
+    """post_migrate after `migrate memory 0016` (bench/explain.py does it): the tally tables
+    are gone, so there is nothing to count into, and the migration must not fail on them."""
+    ingest_batch({"attack_results": [_result("gone")]})
+    TalliedResult.objects.all().delete()  # results, none tallied: a rebuild would run
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE {TalliedResult._meta.db_table}")  # rolled back after
+    build_missing_tallies(using=connection.alias)
