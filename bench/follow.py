@@ -178,6 +178,11 @@ def catch_up(
     }
 
 
+def _default_sigint() -> None:
+    """In the follower's process before exec: SIGINT back to its default disposition."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def lags(
     args: argparse.Namespace, url: str, key: str, tmp: Path, copier: RunCopier
 ) -> dict[str, Any]:
@@ -207,6 +212,10 @@ def lags(
                 env={**os.environ, "REDTEAM_API_KEY": key},
                 cwd=ROOT,
                 stderr=subprocess.DEVNULL,
+                # A benchmark started in the background (`make bench &`) inherits SIGINT
+                # ignored, and Python then never raises KeyboardInterrupt: stop it as a
+                # terminal's Ctrl-C would.
+                preexec_fn=_default_sigint,
             )
         else:
             client.push_memory(str(live), raise_on_rejected=False)
