@@ -118,22 +118,24 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 
-# Parallel query for the app's PostgreSQL sessions (DATABASE_PARALLEL_WORKERS, default 0: off).
-# Every page reads a keyset range bounded by its page size, where starting workers costs more
-# than they save (full-text search at 10M pieces: 15 ms serial, 50 ms with two workers; see
-# docs/sizing.md), and concurrent requests already keep the cores busy. Empty: leave the
-# server's setting (e.g. behind PgBouncer, which does not pass startup options; set it on the
-# role there instead).
-DATABASE_PARALLEL_WORKERS = env.str("DATABASE_PARALLEL_WORKERS", default="0")
+# PostgreSQL settings for the app's sessions (DATABASE_SESSION_SETTINGS, comma-separated
+# name=value; empty: the server's own). Every page reads a keyset range bounded by its page
+# size, so the planner's whole-table cost estimates mislead two features at 10M pieces:
+# parallel workers (full-text search: 15 ms serial, 50 ms with two workers starting) and JIT
+# compilation (the review queues' bounded counts: 15 ms of execution, 267 ms compiling).
+# Behind PgBouncer, which does not pass startup options, set them on the role instead.
+DATABASE_SESSION_SETTINGS = env.list(
+    "DATABASE_SESSION_SETTINGS", default=["jit=off", "max_parallel_workers_per_gather=0"]
+)
 
 
 def _postgres_session_options(config: dict[str, Any]) -> dict[str, Any]:
-    """`config` with the session settings above added to its libpq `options`."""
-    if "postgresql" not in config["ENGINE"] or not DATABASE_PARALLEL_WORKERS:
+    """`config` with DATABASE_SESSION_SETTINGS added to its libpq `options` (PostgreSQL)."""
+    if "postgresql" not in config["ENGINE"] or not DATABASE_SESSION_SETTINGS:
         return config
     options = dict(config.get("OPTIONS", {}))
-    setting = f"-c max_parallel_workers_per_gather={int(DATABASE_PARALLEL_WORKERS)}"
-    options["options"] = f"{options.get('options', '')} {setting}".strip()
+    settings = " ".join(f"-c {setting.strip()}" for setting in DATABASE_SESSION_SETTINGS)
+    options["options"] = f"{options.get('options', '')} {settings}".strip()
     return {**config, "OPTIONS": options}
 
 

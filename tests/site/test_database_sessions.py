@@ -1,4 +1,4 @@
-"""The app's PostgreSQL sessions run without parallel query (DATABASE_PARALLEL_WORKERS)."""
+"""The app's PostgreSQL sessions run without JIT and parallel query (DATABASE_SESSION_SETTINGS)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,14 @@ from tests.conftest import REPO_ROOT
 
 
 @pytest.mark.django_db
-def test_app_sessions_plan_without_parallel_workers() -> None:
+def test_app_sessions_plan_without_jit_or_parallel_workers() -> None:
     if connection.vendor != "postgresql":
-        pytest.skip("a PostgreSQL session setting")
+        pytest.skip("PostgreSQL session settings")
     with connection.cursor() as cursor:
         cursor.execute("SHOW max_parallel_workers_per_gather")
         assert cursor.fetchone() == ("0",)
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone() == ("off",)
 
 
 def _database_settings(**env: str) -> dict[str, object]:
@@ -45,18 +47,18 @@ def test_the_setting_joins_options_from_the_url_on_primary_and_replicas() -> Non
     options = _database_settings(
         DATABASE_URL="postgres://u@db:5432/main?options=-c%20statement_timeout%3D5000",
         DATABASE_REPLICA_URLS="postgres://u@replica:5432/main",
-        DATABASE_PARALLEL_WORKERS="2",
+        DATABASE_SESSION_SETTINGS="jit=off,work_mem=8MB",
     )
-    assert options["default"] == {
-        "options": "-c statement_timeout=5000 -c max_parallel_workers_per_gather=2"
-    }
-    assert options["replica1"] == {"options": "-c max_parallel_workers_per_gather=2"}
+    assert options["default"] == {"options": "-c statement_timeout=5000 -c jit=off -c work_mem=8MB"}
+    assert options["replica1"] == {"options": "-c jit=off -c work_mem=8MB"}
+    defaults = _database_settings(DATABASE_URL="postgres://u@db:5432/main")
+    assert defaults["default"] == {"options": "-c jit=off -c max_parallel_workers_per_gather=0"}
 
 
 def test_empty_leaves_the_server_setting_and_sqlite_is_untouched() -> None:
     options = _database_settings(
-        DATABASE_URL="postgres://u@db:5432/main", DATABASE_PARALLEL_WORKERS=""
+        DATABASE_URL="postgres://u@db:5432/main", DATABASE_SESSION_SETTINGS=""
     )
     assert options["default"] == {}
-    sqlite = _database_settings(DATABASE_URL="", DATABASE_PARALLEL_WORKERS="0")
+    sqlite = _database_settings(DATABASE_URL="", DATABASE_SESSION_SETTINGS="jit=off")
     assert "options" not in sqlite["default"]  # type: ignore[operator]
