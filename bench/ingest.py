@@ -570,8 +570,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     url = database_url()
     print(f"database: {urlsplit(url)._replace(netloc=urlsplit(url).hostname or '').geturl()}")
-    print(f"server: {describe_server(url)}")
     recreate_database(url)
+    print(f"server: {describe_server(url)}")
     env = server_env(url)
     manage(env, "migrate", "--noinput", "-v0")
     key = bench_writer(env)
