@@ -492,16 +492,8 @@ def clone_database(url: str, source: str) -> str:
     parts = urlsplit(url)
     name = parts.path.lstrip("/") + "_large"
     copy_url = urlunsplit(parts._replace(path="/" + name))
-    recreate_database(copy_url)  # refuses names not starting with "bench"
-    admin = urlunsplit(parts._replace(path="/postgres"))
     print(f"copying database {source} to {name} ...", flush=True)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
-            (source,),
-        )
-        conn.execute(f'DROP DATABASE "{name}"')
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{source}" STRATEGY FILE_COPY')
+    recreate_database(copy_url, template=source)
     return copy_url
 
 
