@@ -372,7 +372,7 @@ PIECE_INDEXES: dict[str, str] = {
     "piece_time_idx": "(timestamp, id)",
     "memory_messagepiece_original_prompt_id_3a6a01e4": "(original_prompt_id)",
     "piece_csha_idx": "(converted_value_sha256)",
-    "piece_search_gin": "GIN full-text document of both values (migration 0002)",
+    "piece_search_gin": "GIN full-text document of both values, a repeated value once (0019)",
     "piece_target_idx": "(target_identifier_id) WHERE NOT NULL",
     "piece_attack_idx": "(attack_identifier_id) WHERE NOT NULL",
     "piece_scorer_idx": "(scorer_identifier_id) WHERE NOT NULL",

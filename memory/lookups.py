@@ -20,7 +20,7 @@ from redteam.core.storedtext import encode_text
 
 # Characters of each value that enter the full-text document. A tsvector is capped at 1 MB,
 # so an unbounded expression would make inserting one huge hostile piece fail; the index in
-# migration 0002 uses the identical expression, which is what lets the planner use it.
+# migration 0019 uses the identical expression, which is what lets the planner use it.
 SEARCH_PREFIX_CHARS = 100_000
 SEARCH_CONFIG = "simple"
 MAX_SEARCH_CHARS = 200
@@ -47,7 +47,7 @@ class PieceSearchDocument(Expression):
     def as_sql(  # type: ignore[override]
         self, compiler: SQLCompiler, connection: BaseDatabaseWrapper
     ) -> tuple[str, list[Any]]:
-        """The exact expression indexed by migration 0002 (constants inlined, not bound).
+        """The exact expression indexed by migration 0019 (constants inlined, not bound).
 
         Params are a list: django.contrib.postgres's @@ lookup concatenates them with a list.
         """
@@ -58,11 +58,17 @@ class PieceSearchDocument(Expression):
 
 
 def search_document_sql(original: str, converted: str) -> str:
-    """SQL for the search document over two column references; shared with the migration."""
+    """SQL for the search document over two column references; shared with the migration.
+
+    A converted value equal to the original (every response, every prompt sent without a
+    converter) enters the document once: parsing the text is most of what the index costs
+    each ingested piece, and the second copy would only add the same words again.
+    """
     n = SEARCH_PREFIX_CHARS
     return (
-        f"to_tsvector('{SEARCH_CONFIG}'::regconfig, "
-        f"left(coalesce({original}, ''), {n}) || ' ' || left(coalesce({converted}, ''), {n}))"
+        f"to_tsvector('{SEARCH_CONFIG}'::regconfig, left(coalesce({original}, ''), {n}) || "
+        f"CASE WHEN {converted} IS DISTINCT FROM {original} "
+        f"THEN ' ' || left(coalesce({converted}, ''), {n}) ELSE '' END)"
     )
 
 

@@ -144,9 +144,36 @@ def test_list_query_count_is_constant(
 def test_search_expression_matches_the_index_in_the_migration() -> None:
     from importlib import import_module
 
-    migration = import_module("memory.migrations.0002_review_indexes")
+    migration = import_module("memory.migrations.0019_search_document_once")
     expected = search_document_sql("original_value", "converted_value")
     assert expected == migration.PIECE_SEARCH_DOCUMENT
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="tsvector documents are PostgreSQL's")
+def test_search_document_holds_a_repeated_value_once() -> None:
+    from memory.lookups import PieceSearchDocument, pieces_matching
+    from memory.models import MessagePiece
+
+    conv = make_conversation(
+        [
+            [PieceSpec("alpha beta")],
+            [PieceSpec("gamma delta", converted="gamma delta", role="assistant")],
+            [PieceSpec("lock pick", converted="ybpx cvpx")],
+        ]
+    )
+    documents = dict(
+        MessagePiece.objects.filter(conversation=conv)
+        .annotate(document=PieceSearchDocument())
+        .values_list("sequence", "document")
+    )
+    # Equal values: each word once, at its own position (no second copy after a seam).
+    assert documents[0] == "'alpha':1 'beta':2"
+    assert documents[1] == "'delta':2 'gamma':1"
+    # Different values: both enter the document.
+    assert documents[2] == "'cvpx':4 'lock':1 'pick':2 'ybpx':3"
+    # A phrase across the seam of a repeated value no longer matches; a converted word does.
+    assert not pieces_matching('"beta alpha"', "postgresql").exists()
+    assert set(pieces_matching("ybpx", "postgresql").values_list("sequence", flat=True)) == {2}
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="GIN index exists on PostgreSQL")
