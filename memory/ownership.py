@@ -18,7 +18,7 @@ The rules, for every store service:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.db.models import Subquery
@@ -102,6 +102,10 @@ def preload(writer: Writer, labels: Iterable[Any]) -> None:
     writer.load(names)
 
 
+# The conversation columns a placement sets.
+PLACEMENT_FIELDS = ["operation", "operation_claimed"]
+
+
 class ConversationPlacer:
     """Places items into the (locked) conversations of one batch and remembers the moves."""
 
@@ -180,12 +184,20 @@ class ConversationPlacer:
         conv.operation_id, conv.operation_claimed = operation_id, True
         self.touched.add(conv.pk)
 
-    def finish(self) -> None:
-        """Write the placements: conversation rows, then what moved with the moved ones."""
-        if not self.touched:
-            return
-        rows = [self.conversations[cid] for cid in sorted(self.touched)]
-        bulk_update(Conversation, rows, ["operation", "operation_claimed"])
+    def finish(self, changed: Sequence[Conversation] = (), fields: Sequence[str] = ()) -> None:
+        """Write the placements, then what moved with the moved ones.
+
+        `changed`: conversations whose `fields` the caller also changed; they are written in
+        the same UPDATE as the placements (one statement, one new row version each: every
+        version of a conversation row is entered in each of its indexes).
+        """
+        placed = PLACEMENT_FIELDS if self.touched else []
+        written = {c.pk: c for c in changed} if fields else {}
+        for cid in sorted(self.touched):
+            written.setdefault(cid, self.conversations[cid])
+        if written:
+            rows = [written[cid] for cid in sorted(written)]
+            bulk_update(Conversation, rows, [*fields, *placed] if changed else placed)
         if self.moved:
             move_conversations(self.moved)
 

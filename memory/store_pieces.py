@@ -12,7 +12,6 @@ from django.utils import timezone
 
 from memory.bulk import (
     SMALL_INSERT_ROWS,
-    bulk_update,
     identifier_use_rows,
     insert_rows,
     insert_together,
@@ -281,9 +280,9 @@ def store_pieces(
     their converters, only when some ids are already stored]; [MediaBlob lookup, only for
     media pieces with a sha256]; INSERT identifiers, dumps and identifier operations (one
     statement on PostgreSQL); INSERT pieces; INSERT piece converters (for a few rows, one
-    statement with the identifiers on PostgreSQL); UPDATE conversations; UPDATE their
-    operations. Nested 0.13 scores add the score store's
-    own constant count. Each piece joins its conversation's operation (memory.ownership).
+    statement with the identifiers on PostgreSQL); UPDATE conversations (summaries and
+    operations in one statement). Nested 0.13 scores add the score store's own constant
+    count. Each piece joins its conversation's operation (memory.ownership).
     """
     batch = Batch.of(PIECES, parsed)
 
@@ -474,10 +473,10 @@ def _decide_pieces(
             keep=(),
         )
         changed += _revised_labels(conversations, revised, {c.pk for c in changed})
-    bulk_update(Conversation, changed, CONVERSATION_SUMMARY_FIELDS)
+    # Summaries and placements in one UPDATE.
+    placer.finish(changed, CONVERSATION_SUMMARY_FIELDS)
     # Results of a conversation count under its labels and harm categories too.
     announce(conversation_ids=relabelled(conversations, before))
-    placer.finish()
     drop_empty_stubs(conversations, {p.row["conversation_id"] for p in new})
 
 
@@ -546,9 +545,10 @@ def store_conversations(
 ) -> list[ItemOutcome]:
     """Validate and store 1.x Conversation dicts (target identifier and retries).
 
-    Queries: INSERT stubs; SELECT FOR UPDATE; INSERT identifiers; INSERT dumps; UPDATE;
-    UPDATE operations. A 1.x conversation names no operation: a new one joins the sender's
-    default operation until an attack result claims it (memory.ownership).
+    Queries: INSERT stubs; SELECT FOR UPDATE; INSERT identifiers; INSERT dumps; UPDATE
+    (fields and operations in one statement). A 1.x conversation names no operation: a new
+    one joins the sender's default operation until an attack result claims it
+    (memory.ownership).
     """
     writer = writer or Writer.trusted()
     batch = Batch.of(CONVERSATIONS, [parse_conversation(item, i) for i, item in enumerate(items)])
@@ -606,8 +606,7 @@ def store_conversations(
         for e in valid
         if e.status == "stored" and (target := e.parsed.target) is not None
     )
-    bulk_update(
-        Conversation,
+    placer.finish(
         changed,
         [
             "declared",
@@ -619,6 +618,5 @@ def store_conversations(
             "updated_at",
         ],
     )
-    placer.finish()
     drop_empty_stubs(conversations, set())
     return batch.outcomes()

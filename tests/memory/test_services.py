@@ -493,11 +493,11 @@ def test_piece_batch_costs_the_same_queries_whatever_its_size(
     # pieces (ids UNION conversation+sequence); SELECT the default operation; SELECT attack
     # results naming the new conversations; INSERT identifiers; INSERT identifier dumps;
     # INSERT identifier operations (one statement on PostgreSQL); INSERT (COPY on PostgreSQL)
-    # pieces; INSERT piece converters; UPDATE conversation summaries (one executemany); UPDATE
-    # their operations. The service runs inside the caller's transaction: no savepoint. On
+    # pieces; INSERT piece converters; UPDATE the conversations' summaries and operations (one
+    # executemany). The service runs inside the caller's transaction: no savepoint. On
     # PostgreSQL a couple of pieces go in with their identifiers and converters in one
     # statement (two fewer), a large batch with COPY.
-    expected = (7 if size <= 16 else 9) if ON_POSTGRESQL else 12
+    expected = (6 if size <= 16 else 8) if ON_POSTGRESQL else 11
     with django_assert_num_queries(expected):
         outcomes = services.store_message_pieces(items)
     assert {o.status for o in outcomes} == {"stored"}
@@ -516,9 +516,9 @@ def test_conversation_and_attack_result_batches_cost_constant_queries(
     Operation.objects.create(name=UNASSIGNED)
     # INSERT stubs; SELECT FOR UPDATE (one statement on PostgreSQL); SELECT the default
     # operation; SELECT attack results naming them; INSERT identifiers; INSERT dumps; INSERT
-    # identifier operations (one statement on PostgreSQL); UPDATE conversations; UPDATE their
+    # identifier operations (one statement on PostgreSQL); UPDATE conversations with their
     # operations.
-    with django_assert_num_queries(6 if ON_POSTGRESQL else 9):
+    with django_assert_num_queries(5 if ON_POSTGRESQL else 8):
         services.store_conversations(convs)
     results = [
         f.attack_result(
