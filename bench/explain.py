@@ -141,7 +141,8 @@ def table_indexes() -> dict[str, dict[str, str]]:
         rows = cur.fetchall()
     out: dict[str, dict[str, str]] = {t: {} for t in TABLES}
     for table, name, definition in rows:
-        out[table][name] = definition.split(" USING ", 1)[-1]
+        # One line (PostgreSQL prints a CASE over several), so it fits a table cell.
+        out[table][name] = " ".join(definition.split(" USING ", 1)[-1].split())
     return out
 
 
