@@ -111,14 +111,21 @@ def plans(label: str) -> dict[str, tuple[set[str], str]]:
     """Each catalogued read's indexes and text plan under the current schema."""
     from django.db import connection, transaction
 
-    from memory.indexplans import PIECE_READS, explain, plan_indexes, reader_scope, sample_values
+    from memory.indexplans import (
+        PIECE_READS,
+        explain,
+        plan_indexes,
+        reader_scope,
+        sample_values,
+        statement,
+    )
 
     scope, sample = reader_scope(), sample_values()
     out: dict[str, tuple[set[str], str]] = {}
     for read in PIECE_READS:
         qs = read.build(scope, sample)
         used = plan_indexes(explain(qs))
-        sql, params = qs.query.sql_with_params()
+        sql, params = statement(qs)
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("EXPLAIN " + sql, params)
             text = "\n".join(r[0] for r in cursor.fetchall())

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import QuerySet
+from django.db.models.query import RawQuerySet
 
 from memory.filters import (
     ConversationFilterSet,
@@ -53,7 +54,7 @@ class PieceRead:
 
     name: str
     where: str
-    build: Callable[[Scope, Sample], QuerySet[Any]]
+    build: Callable[[Scope, Sample], QuerySet[Any] | RawQuerySet[Any]]
     index: str
     # True when only a caller limited to some operations reads the pieces (a superuser's
     # media check needs no piece): tests plan it on such a scope.
@@ -145,19 +146,10 @@ def _media(scope: Scope, s: Sample) -> QuerySet[Any]:
     return media_visible_to(scope, [s.sha256])
 
 
-def _ingest_stored(_scope: Scope, s: Sample) -> QuerySet[Any]:
-    from django.db.models import F
+def _ingest_stored(_scope: Scope, s: Sample) -> RawQuerySet[Any]:
+    from memory.store_common import stored_pieces
 
-    in_operation = F("conversation__operation_id")
-    return (
-        MessagePiece.objects.annotate(stored_operation=in_operation)
-        .filter(id__in=[s.piece_id])
-        .union(
-            MessagePiece.objects.annotate(stored_operation=in_operation).filter(
-                conversation_id__in=[s.conversation_id], sequence__in=[0, 1]
-            )
-        )
-    )
+    return stored_pieces([s.piece_id], [s.conversation_id], [0, 1])
 
 
 def _score_ingest(_scope: Scope, s: Sample) -> QuerySet[Any]:
@@ -483,7 +475,7 @@ def _plan_indexes(plan: Any) -> set[str]:
 
 
 def explain(
-    qs: QuerySet[Any],
+    qs: QuerySet[Any] | RawQuerySet[Any],
     *,
     analyze: bool = False,
     force_index: bool = False,
@@ -499,7 +491,7 @@ def explain(
 
     from django.db import connection, transaction
 
-    sql, params = qs.query.sql_with_params()
+    sql, params = statement(qs)
     options = "ANALYZE, BUFFERS, " if analyze else ""
     with transaction.atomic(), connection.cursor() as cursor:
         if force_index:
@@ -510,6 +502,13 @@ def explain(
         row = cursor.fetchone()
     plan = row[0] if row else []
     return json.loads(plan) if isinstance(plan, str) else plan
+
+
+def statement(qs: QuerySet[Any] | RawQuerySet[Any]) -> tuple[str, Any]:
+    """The SQL and parameters a read sends (a raw read carries them as written)."""
+    if isinstance(qs, RawQuerySet):
+        return str(qs.raw_query), qs.params or ()
+    return qs.query.sql_with_params()
 
 
 def plan_indexes(plan: Any) -> set[str]:

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from django.db import models
+from django.db import connections, models, router
+from django.db.models.query import RawQuerySet
 
 from memory.bulk import bulk_insert, bulk_update, insert_or_lock
-from memory.models import Conversation
+from memory.models import Conversation, MessagePiece
 from redteam.core.batch import Replay, stored_conflict
 from redteam.core.outcomes import FieldError
 
@@ -94,6 +95,51 @@ def lock_conversations(
     if annotations:
         query = query.annotate(**annotations)
     return {c.pk: c for c in query}
+
+
+def stored_pieces(
+    ids: Iterable[Any], conversation_ids: Iterable[str], sequences: Iterable[int]
+) -> RawQuerySet[MessagePiece]:
+    """The stored pieces a batch of pieces meets: those with its ids, and those in its
+    messages' conversations at its sequences, each with its conversation's operation as
+    `stored_operation` (a piece in both halves comes twice; callers key by id).
+
+    One statement of two index lookups (the primary key; piece_message_position): an OR of the
+    two conditions would make PostgreSQL scan the table. Written as SQL because it runs in
+    every ingest request, where compiling the ORM's union of two joined querysets cost more
+    than the database spent answering it. memory.indexplans explains this same statement.
+    """
+    alias = router.db_for_write(MessagePiece)  # part of the write: never a replica
+    connection = connections[alias]
+    pk = MessagePiece._meta.pk
+    assert pk is not None
+    keys = [pk.get_db_prep_value(i, connection) for i in ids]
+    conversations = sorted(set(conversation_ids))
+    places = sorted(set(sequences))
+    select = (
+        "SELECT p.*, c.operation_id AS stored_operation FROM memory_messagepiece p "
+        "JOIN memory_conversation c ON c.conversation_id = p.conversation_id WHERE "
+    )
+    parts: list[str] = []
+    params: list[Any] = []
+    if keys:
+        parts.append(f"{select}p.id IN ({', '.join(['%s'] * len(keys))})")
+        params += keys
+    if conversations and places:
+        parts.append(
+            f"{select}p.conversation_id IN ({', '.join(['%s'] * len(conversations))}) "
+            f"AND p.sequence IN ({', '.join(['%s'] * len(places))})"
+        )
+        params += [*conversations, *places]
+    if not parts:
+        parts.append(f"{select}1 = 0")
+    return MessagePiece.objects.using(alias).raw(" UNION ALL ".join(parts), params)
+
+
+def stored_operation(piece: MessagePiece) -> int | None:
+    """The operation of a piece read by stored_pieces (its conversation's)."""
+    value: int | None = piece.__dict__["stored_operation"]
+    return value
 
 
 def drop_empty_stubs(conversations: Mapping[str, Conversation], used: set[str]) -> None:

@@ -7,7 +7,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from memory.bulk import (
@@ -38,6 +37,8 @@ from memory.store_common import (
     prefixed,
     revise_rows,
     row_replay,
+    stored_operation,
+    stored_pieces,
 )
 from memory.store_scores import store_parsed_scores
 from redteam.common.access import Writer
@@ -167,8 +168,7 @@ def _revision_refused(
         named = named_operation(piece.row["labels"], writer, prefix)
     except LabelRefused as refused:
         return refused.error
-    stored_operation = getattr(old, "stored_operation", None)
-    if named is not None and named != stored_operation:
+    if named is not None and named != stored_operation(old):
         return FieldError(
             label_field(prefix),
             f"Piece {piece.id} is stored in another operation than its new labels name; a "
@@ -332,19 +332,8 @@ def _decide_pieces(
     before = summary_keys(conversations)
     ids = [pid for e in candidates if (pid := e.parsed.id) is not None]
     sequences = sorted({e.parsed.row["sequence"] for e in candidates})
-    # Two index lookups in one statement (primary key; conversation+sequence): an OR of the
-    # two conditions would make PostgreSQL scan the table.
-    in_operation = F("conversation__operation_id")
-    stored = list(
-        MessagePiece.objects.annotate(stored_operation=in_operation)
-        .filter(id__in=ids)
-        .union(
-            MessagePiece.objects.annotate(stored_operation=in_operation).filter(
-                conversation_id__in=conversation_ids, sequence__in=sequences
-            )
-        )
-    )
-    stored_by_id = {p.id: p for p in stored}
+    stored_by_id = {p.id: p for p in stored_pieces(ids, conversation_ids, sequences)}
+    stored = list(stored_by_id.values())
     stored_roles = {(p.conversation_id, p.sequence): p.role for p in stored}
     # A piece added to a stored message goes after the pieces already there.
     next_position: dict[tuple[str, int], int] = {}
@@ -365,7 +354,7 @@ def _decide_pieces(
     for entry in candidates:
         piece = entry.parsed
         old = stored_by_id.get(piece.id) if piece.id is not None else None
-        if old is not None and not writer.may_write(old.stored_operation):
+        if old is not None and not writer.may_write(stored_operation(old)):
             # Never compared: "unchanged" or "conflict" would tell what another operation holds.
             entry.errors.append(FieldError(f"{prefix}id", f"This piece {NOT_WRITABLE}."))
             continue
