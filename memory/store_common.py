@@ -113,8 +113,12 @@ def stored_pieces(
     connection = connections[alias]
     pk = MessagePiece._meta.pk
     assert pk is not None
+    conversation = MessagePiece._meta.get_field("conversation")
+    # Prepared by the fields, as the ORM prepares them (ids NUL-escaped, uuids per database).
     keys = [pk.get_db_prep_value(i, connection) for i in ids]
-    conversations = sorted(set(conversation_ids))
+    conversations = [
+        conversation.get_db_prep_value(c, connection) for c in sorted(set(conversation_ids))
+    ]
     places = sorted(set(sequences))
     select = (
         "SELECT p.*, c.operation_id AS stored_operation FROM memory_messagepiece p "

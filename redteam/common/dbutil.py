@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
-from django.db import connections
+from django.db import connections, models
+
+M = TypeVar("M", bound=models.Model)
 
 
 def lift_sqlite_variable_limit(alias: str) -> None:
@@ -21,3 +25,40 @@ def lift_sqlite_variable_limit(alias: str) -> None:
     limit = connection.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
     if limit > (connection.features.max_query_params or 0):
         connection.features.max_query_params = limit
+
+
+def columns_sql(model: type[models.Model], table_alias: str, alias: str) -> str:
+    """`table_alias.column, ...` for every concrete field of the model, in field order, as
+    database `alias` quotes them (what model_from_row reads back)."""
+    return ", ".join(
+        f"{table_alias}.{quoted_column(model, f.name, alias)}" for f in model._meta.concrete_fields
+    )
+
+
+def quoted_column(model: type[models.Model], name: str, alias: str) -> str:
+    """The column of the model's field `name`, quoted for database `alias`."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.Field)
+    assert field.column is not None
+    return connections[alias].ops.quote_name(field.column)
+
+
+def from_db(field: models.Field[Any, Any], value: Any, alias: str) -> Any:
+    """A value of `field` as a raw statement read it, converted as the ORM would (SQLite's
+    datetimes and booleans, JSON, custom fields)."""
+    connection = connections[alias]
+    column = field.get_col(field.model._meta.db_table)
+    for converter in [
+        *connection.ops.get_db_converters(column),
+        *column.get_db_converters(connection),
+    ]:
+        value = converter(value, column, connection)
+    return value
+
+
+def model_from_row(model: type[M], alias: str, values: Sequence[Any]) -> M:
+    """An instance of `model` from the values of its concrete fields (in field order) as a
+    raw statement read them, converted as the ORM would."""
+    fields = model._meta.concrete_fields
+    converted = [from_db(f, v, alias) for f, v in zip(fields, values, strict=True)]
+    return model.from_db(alias, [f.attname for f in fields], converted)

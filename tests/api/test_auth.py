@@ -90,6 +90,8 @@ def test_ingest_and_read_with_a_valid_key(make_key: KeyFactory) -> None:
         "Bearer ",
         "Bearer a.b c",
         "Bearer \u00e9t\u00e9.x",
+        "Bearer ab\x00c.def",
+        "Bearer ab\tc.def",
     ],
 )
 def test_wrong_or_malformed_key_is_401(make_key: KeyFactory, header: str) -> None:
