@@ -16,6 +16,7 @@ models define what "in an operation" means for each, see `ScopedQuerySet`), and
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
@@ -139,6 +140,31 @@ class Scope:
         return Operation.objects.filter(pk__in=sorted(self.roles))
 
 
+@functools.cache
+def _membership_sql(alias: str, *, by_key: bool) -> str:
+    """_membership_scope's statement for database `alias` (built once per process): a user's
+    memberships with their operations' archived flag, `by_key` only those in a key's
+    operations (parameters: [key,] user)."""
+    quote = connections[alias].ops.quote_name
+
+    def col(model: type[models.Model], name: str) -> str:
+        return quoted_column(model, name, alias)
+
+    operation = col(OperationMembership, "operation")
+    sql = (
+        f"SELECT m.{operation}, m.{col(OperationMembership, 'role')}, "
+        f"o.{col(Operation, 'archived')} FROM {quote(OperationMembership._meta.db_table)} m "
+        f"JOIN {quote(Operation._meta.db_table)} o ON o.{col(Operation, 'id')} = m.{operation}"
+    )
+    if by_key:
+        through = ApiKey.operations.through
+        sql += (
+            f" JOIN {quote(through._meta.db_table)} ko ON ko.{col(through, 'operation')} = "
+            f"m.{operation} AND ko.{col(through, 'apikey')} = %s"
+        )
+    return sql + f" WHERE m.{col(OperationMembership, 'user')} = %s"
+
+
 def _membership_scope(user: Any, key: ApiKey | None = None) -> Scope:
     """The user's memberships (only those in `key`'s operations, when given): one query.
 
@@ -147,30 +173,10 @@ def _membership_scope(user: Any, key: ApiKey | None = None) -> Scope:
     """
     alias = router.db_for_read(OperationMembership)
     connection = connections[alias]
-    quote = connection.ops.quote_name
     archived_field = Operation._meta.get_field("archived")
     assert isinstance(archived_field, models.Field)
-
-    def col(model: type[models.Model], name: str) -> str:
-        return quoted_column(model, name, alias)
-
-    membership_operation = col(OperationMembership, "operation")
-    sql = (
-        f"SELECT m.{membership_operation}, m.{col(OperationMembership, 'role')}, "
-        f"o.{col(Operation, 'archived')} FROM {quote(OperationMembership._meta.db_table)} m "
-        f"JOIN {quote(Operation._meta.db_table)} o ON o.{col(Operation, 'id')} = "
-        f"m.{membership_operation}"
-    )
-    params: list[Any] = []
-    if key is not None:
-        through = ApiKey.operations.through
-        sql += (
-            f" JOIN {quote(through._meta.db_table)} ko ON ko.{col(through, 'operation')} = "
-            f"m.{membership_operation} AND ko.{col(through, 'apikey')} = %s"
-        )
-        params.append(key.pk)
-    sql += f" WHERE m.{col(OperationMembership, 'user')} = %s"
-    params.append(user.pk)
+    sql = _membership_sql(alias, by_key=key is not None)
+    params = [user.pk] if key is None else [key.pk, user.pk]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()

@@ -16,6 +16,7 @@ Policy (documented in the README and the OpenAPI description):
 
 from __future__ import annotations
 
+import functools
 import math
 import secrets
 from datetime import datetime, timedelta
@@ -76,6 +77,30 @@ def record_key_failure(address: str, now: datetime) -> ApiKeyFailureWindow:
     return row
 
 
+@functools.cache
+def _usable_key_sql(alias: str) -> str:
+    """usable_key's statement for database `alias` (built once per process and database)."""
+    quote = connections[alias].ops.quote_name
+    user_model = get_user_model()
+    user_pk = user_model._meta.pk
+    assert user_pk is not None
+
+    def col(model: type[models.Model], name: str) -> str:
+        return quoted_column(model, name, alias)
+
+    return (
+        f"SELECT {columns_sql(ApiKey, 'k', alias)}, {columns_sql(user_model, 'u', alias)}, "
+        f"(SELECT w.{col(ApiKeyFailureWindow, 'window_started_at')} "
+        f"FROM {quote(ApiKeyFailureWindow._meta.db_table)} w "
+        f"WHERE w.{col(ApiKeyFailureWindow, 'address')} = %s "
+        f"AND w.{col(ApiKeyFailureWindow, 'failures')} >= %s "
+        f"AND w.{col(ApiKeyFailureWindow, 'window_started_at')} > %s) "
+        f"FROM {quote(ApiKey._meta.db_table)} k JOIN {quote(user_model._meta.db_table)} u "
+        f"ON u.{col(user_model, user_pk.name)} = k.{col(ApiKey, 'user')} "
+        f"WHERE k.{col(ApiKey, 'prefix')} = %s AND k.{col(ApiKey, 'revoked')} = %s"
+    )
+
+
 def usable_key(prefix: str, address: str, now: datetime) -> tuple[ApiKey, datetime | None] | None:
     """The unrevoked key with this prefix with its user, and when the failure window of
     `address` started if the address is locked out at `now`: one statement.
@@ -86,26 +111,9 @@ def usable_key(prefix: str, address: str, now: datetime) -> tuple[ApiKey, dateti
     """
     alias = router.db_for_read(ApiKey)
     connection = connections[alias]
-    quote = connection.ops.quote_name
     user_model = get_user_model()
     window = ApiKeyFailureWindow._meta
-    user_pk = user_model._meta.pk
-    assert user_pk is not None
-
-    def col(model: type[models.Model], name: str) -> str:
-        return quoted_column(model, name, alias)
-
-    sql = (
-        f"SELECT {columns_sql(ApiKey, 'k', alias)}, {columns_sql(user_model, 'u', alias)}, "
-        f"(SELECT w.{col(ApiKeyFailureWindow, 'window_started_at')} "
-        f"FROM {quote(window.db_table)} w "
-        f"WHERE w.{col(ApiKeyFailureWindow, 'address')} = %s "
-        f"AND w.{col(ApiKeyFailureWindow, 'failures')} >= %s "
-        f"AND w.{col(ApiKeyFailureWindow, 'window_started_at')} > %s) "
-        f"FROM {quote(ApiKey._meta.db_table)} k JOIN {quote(user_model._meta.db_table)} u "
-        f"ON u.{col(user_model, user_pk.name)} = k.{col(ApiKey, 'user')} "
-        f"WHERE k.{col(ApiKey, 'prefix')} = %s AND k.{col(ApiKey, 'revoked')} = %s"
-    )
+    sql = _usable_key_sql(alias)
     params = [
         window.get_field("address").get_db_prep_value(address, connection),
         max(_limit(), 1),
