@@ -191,13 +191,12 @@ class ConversationPlacer:
         the same UPDATE as the placements (one statement, one new row version each: every
         version of a conversation row is entered in each of its indexes).
         """
-        placed = PLACEMENT_FIELDS if self.touched else []
-        written = {c.pk: c for c in changed} if fields else {}
-        for cid in sorted(self.touched):
-            written.setdefault(cid, self.conversations[cid])
-        if written:
-            rows = [written[cid] for cid in sorted(written)]
-            bulk_update(Conversation, rows, [*fields, *placed] if changed else placed)
+        columns = [*fields, *(PLACEMENT_FIELDS if self.touched else [])]
+        rows = {c.pk: c for c in changed}
+        for cid in self.touched:
+            rows.setdefault(cid, self.conversations[cid])
+        if rows and columns:
+            bulk_update(Conversation, [rows[cid] for cid in sorted(rows)], columns)
         if self.moved:
             move_conversations(self.moved)
 
