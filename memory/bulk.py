@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from memory.models import ComponentIdentifier, IdentifierDump, IdentifierOperation
 from memory.parsing import ParsedIdentifier
-from redteam.common.dbutil import lift_sqlite_variable_limit
+from redteam.common.dbutil import lift_sqlite_variable_limit, model_reader
 from redteam.common.fields import ExactCharField, ExactTextField, stored_json_text
 from redteam.core.storedtext import ESCAPE, encode_text
 
@@ -237,7 +237,11 @@ def insert_or_lock(model: type[models.Model], objs: Sequence[models.Model]) -> l
         f"{sql[: -len(conflict)]} ON CONFLICT ({key}) DO UPDATE SET {key} = EXCLUDED.{key} "
         f"RETURNING {columns}"
     )
-    return list(model._default_manager.using(alias).raw(sql, params))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    read = model_reader(model, alias)
+    return [read(row) for row in rows]
 
 
 def identifier_use_rows(uses: Iterable[tuple[ParsedIdentifier, int | None]]) -> list[InsertGroup]:

@@ -147,9 +147,13 @@ def _media(scope: Scope, s: Sample) -> QuerySet[Any]:
 
 
 def _ingest_stored(_scope: Scope, s: Sample) -> RawQuerySet[Any]:
-    from memory.store_common import stored_pieces
+    from django.db import router
 
-    return stored_pieces([s.piece_id], [s.conversation_id], [0, 1])
+    from memory.store_common import stored_pieces_statement
+
+    alias = router.db_for_write(MessagePiece)
+    sql, params = stored_pieces_statement([s.piece_id], [s.conversation_id], [0, 1], alias)
+    return MessagePiece.objects.using(alias).raw(sql, params)
 
 
 def _score_ingest(_scope: Scope, s: Sample) -> QuerySet[Any]:

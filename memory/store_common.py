@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from django.db import connections, models, router
-from django.db.models.query import RawQuerySet
 
 from memory.bulk import bulk_insert, bulk_update, insert_or_lock
 from memory.models import Conversation, MessagePiece
+from redteam.common.dbutil import columns_sql, model_reader
 from redteam.core.batch import Replay, stored_conflict
 from redteam.core.outcomes import FieldError
 
@@ -97,19 +97,17 @@ def lock_conversations(
     return {c.pk: c for c in query}
 
 
-def stored_pieces(
-    ids: Iterable[Any], conversation_ids: Iterable[str], sequences: Iterable[int]
-) -> RawQuerySet[MessagePiece]:
-    """The stored pieces a batch of pieces meets: those with its ids, and those in its
-    messages' conversations at its sequences, each with its conversation's operation as
-    `stored_operation` (a piece in both halves comes twice; callers key by id).
+def stored_pieces_statement(
+    ids: Iterable[Any], conversation_ids: Iterable[str], sequences: Iterable[int], alias: str
+) -> tuple[str, list[Any]]:
+    """stored_pieces' statement on database `alias`: the piece's columns in field order, then
+    its conversation's operation.
 
     One statement of two index lookups (the primary key; piece_message_position): an OR of the
     two conditions would make PostgreSQL scan the table. Written as SQL because it runs in
     every ingest request, where compiling the ORM's union of two joined querysets cost more
     than the database spent answering it. memory.indexplans explains this same statement.
     """
-    alias = router.db_for_write(MessagePiece)  # part of the write: never a replica
     connection = connections[alias]
     pk = MessagePiece._meta.pk
     assert pk is not None
@@ -121,7 +119,8 @@ def stored_pieces(
     ]
     places = sorted(set(sequences))
     select = (
-        "SELECT p.*, c.operation_id AS stored_operation FROM memory_messagepiece p "
+        f"SELECT {columns_sql(MessagePiece, 'p', alias)}, c.operation_id "
+        "FROM memory_messagepiece p "
         "JOIN memory_conversation c ON c.conversation_id = p.conversation_id WHERE "
     )
     parts: list[str] = []
@@ -137,7 +136,31 @@ def stored_pieces(
         params += [*conversations, *places]
     if not parts:
         parts.append(f"{select}1 = 0")
-    return MessagePiece.objects.using(alias).raw(" UNION ALL ".join(parts), params)
+    return " UNION ALL ".join(parts), params
+
+
+def stored_pieces(
+    ids: Iterable[Any], conversation_ids: Iterable[str], sequences: Iterable[int]
+) -> list[MessagePiece]:
+    """The stored pieces a batch of pieces meets: those with its ids, and those in its
+    messages' conversations at its sequences, each with its conversation's operation
+    (stored_operation; a piece in both halves comes twice: callers key by id).
+
+    The rows are read through the model's fields (dbutil.model_reader), without a
+    RawQuerySet's per-statement setup.
+    """
+    alias = router.db_for_write(MessagePiece)  # part of the write: never a replica
+    sql, params = stored_pieces_statement(ids, conversation_ids, sequences, alias)
+    with connections[alias].cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    read = model_reader(MessagePiece, alias)
+    pieces: list[MessagePiece] = []
+    for *values, operation in rows:
+        piece = read(values)
+        piece.__dict__["stored_operation"] = operation
+        pieces.append(piece)
+    return pieces
 
 
 def stored_operation(piece: MessagePiece) -> int | None:

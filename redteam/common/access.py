@@ -17,6 +17,7 @@ models define what "in an operation" means for each, see `ScopedQuerySet`), and
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
@@ -140,11 +141,10 @@ class Scope:
         return Operation.objects.filter(pk__in=sorted(self.roles))
 
 
-@functools.cache
-def _membership_sql(alias: str, *, by_key: bool) -> str:
-    """_membership_scope's statement for database `alias` (built once per process): a user's
-    memberships with their operations' archived flag, `by_key` only those in a key's
-    operations (parameters: [key,] user)."""
+def _membership_select(alias: str, *, key: str | None, user: str) -> str:
+    """A user's memberships with their operations' archived flag (columns: operation, role,
+    archived), only those in a key's operations when `key` is given; `key` and `user` are SQL
+    for the key's and the user's ids (a parameter, or a column of an outer query)."""
     quote = connections[alias].ops.quote_name
 
     def col(model: type[models.Model], name: str) -> str:
@@ -152,39 +152,80 @@ def _membership_sql(alias: str, *, by_key: bool) -> str:
 
     operation = col(OperationMembership, "operation")
     sql = (
-        f"SELECT m.{operation}, m.{col(OperationMembership, 'role')}, "
-        f"o.{col(Operation, 'archived')} FROM {quote(OperationMembership._meta.db_table)} m "
+        f"SELECT m.{operation} AS operation, m.{col(OperationMembership, 'role')} AS role, "
+        f"o.{col(Operation, 'archived')} AS archived "
+        f"FROM {quote(OperationMembership._meta.db_table)} m "
         f"JOIN {quote(Operation._meta.db_table)} o ON o.{col(Operation, 'id')} = m.{operation}"
     )
-    if by_key:
+    if key is not None:
         through = ApiKey.operations.through
         sql += (
             f" JOIN {quote(through._meta.db_table)} ko ON ko.{col(through, 'operation')} = "
-            f"m.{operation} AND ko.{col(through, 'apikey')} = %s"
+            f"m.{operation} AND ko.{col(through, 'apikey')} = {key}"
         )
-    return sql + f" WHERE m.{col(OperationMembership, 'user')} = %s"
+    return sql + f" WHERE m.{col(OperationMembership, 'user')} = {user}"
+
+
+@functools.cache
+def _membership_sql(alias: str, *, by_key: bool) -> str:
+    """_membership_scope's statement for database `alias` (built once per process; its
+    parameters: [key,] user)."""
+    return _membership_select(alias, key="%s" if by_key else None, user="%s")
+
+
+def key_memberships_sql(alias: str, key: str, user: str) -> str:
+    """A scalar subquery for an outer query over API keys (`key` and `user`: its columns of
+    the key's and its user's ids): the memberships key_scope needs, as JSON text, so the
+    statement that authenticates a key brings them along (see attach_key_memberships)."""
+    rows = _membership_select(alias, key=key, user=user)
+    if connections[alias].vendor == "postgresql":
+        return (
+            "(SELECT COALESCE(json_agg(json_build_array(s.operation, s.role, s.archived)), "
+            f"'[]')::text FROM ({rows}) s)"
+        )
+    return f"(SELECT json_group_array(json_array(s.operation, s.role, s.archived)) FROM ({rows}) s)"
+
+
+# Where attach_key_memberships leaves an authenticated key's memberships for key_scope.
+_KEY_MEMBERSHIPS_ATTR = "_redteam_memberships"
+
+
+def attach_key_memberships(api_key: ApiKey, memberships_json: str) -> None:
+    """Keep the memberships key_memberships_sql read with the key, for key_scope (same
+    request, same rows it would query)."""
+    rows = [
+        (int(op), str(role), bool(archived)) for op, role, archived in json.loads(memberships_json)
+    ]
+    setattr(api_key, _KEY_MEMBERSHIPS_ATTR, rows)
 
 
 def _membership_scope(user: Any, key: ApiKey | None = None) -> Scope:
-    """The user's memberships (only those in `key`'s operations, when given): one query.
+    """The user's memberships (only those in `key`'s operations, when given): one query, none
+    when the key's authentication brought them (attach_key_memberships).
 
     Written in SQL because every API request asks it (through key_scope): compiling the ORM's
     join cost the request more than the database spent answering it.
     """
-    alias = router.db_for_read(OperationMembership)
-    connection = connections[alias]
-    archived_field = Operation._meta.get_field("archived")
-    assert isinstance(archived_field, models.Field)
-    sql = _membership_sql(alias, by_key=key is not None)
-    params = [user.pk] if key is None else [key.pk, user.pk]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+    attached = getattr(key, _KEY_MEMBERSHIPS_ATTR, None) if key is not None else None
+    if attached is not None:
+        rows: list[tuple[int, str, bool]] = attached
+    else:
+        alias = router.db_for_read(OperationMembership)
+        archived_field = Operation._meta.get_field("archived")
+        assert isinstance(archived_field, models.Field)
+        sql = _membership_sql(alias, by_key=key is not None)
+        params = [user.pk] if key is None else [key.pk, user.pk]
+        with connections[alias].cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = [
+                (op_id, role, bool(from_db(archived_field, is_archived, alias)))
+                for op_id, role, is_archived in cursor.fetchall()
+            ]
     roles: dict[int, str] = {}
     archived: set[int] = set()
     for op_id, role, is_archived in rows:
         roles[op_id] = role
-        if from_db(archived_field, is_archived, alias):
+        if is_archived:
             archived.add(op_id)
     return Scope(roles=roles, archived=frozenset(archived), viewer_id=user.pk)
 

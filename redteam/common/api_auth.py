@@ -30,7 +30,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
-from redteam.common.access import scope_for
+from redteam.common.access import attach_key_memberships, key_memberships_sql, scope_for
 from redteam.common.dbutil import columns_sql, from_db, model_from_row, quoted_column
 from redteam.common.models import ApiKey, ApiKeyFailureWindow, ApiKeyScope
 from redteam.common.security import client_ip
@@ -88,8 +88,12 @@ def _usable_key_sql(alias: str) -> str:
     def col(model: type[models.Model], name: str) -> str:
         return quoted_column(model, name, alias)
 
+    memberships = key_memberships_sql(
+        alias, key=f"k.{col(ApiKey, 'id')}", user=f"k.{col(ApiKey, 'user')}"
+    )
     return (
         f"SELECT {columns_sql(ApiKey, 'k', alias)}, {columns_sql(user_model, 'u', alias)}, "
+        f"{memberships}, "
         f"(SELECT w.{col(ApiKeyFailureWindow, 'window_started_at')} "
         f"FROM {quote(ApiKeyFailureWindow._meta.db_table)} w "
         f"WHERE w.{col(ApiKeyFailureWindow, 'address')} = %s "
@@ -102,8 +106,9 @@ def _usable_key_sql(alias: str) -> str:
 
 
 def usable_key(prefix: str, address: str, now: datetime) -> tuple[ApiKey, datetime | None] | None:
-    """The unrevoked key with this prefix with its user, and when the failure window of
-    `address` started if the address is locked out at `now`: one statement.
+    """The unrevoked key with this prefix with its user (and the memberships key_scope will
+    need), and when the failure window of `address` started if the address is locked out at
+    `now`: one statement.
 
     Written in SQL because every API request runs it: compiling the same query through the
     ORM (the key, its user, a lockout subquery) cost the request more than the database spent
@@ -130,9 +135,10 @@ def usable_key(prefix: str, address: str, now: datetime) -> tuple[ApiKey, dateti
     user_end = split + len(user_model._meta.concrete_fields)
     api_key = model_from_row(ApiKey, alias, row[:split])
     api_key.user = model_from_row(user_model, alias, row[split:user_end])
+    attach_key_memberships(api_key, row[user_end])
     started = window.get_field("window_started_at")
     assert isinstance(started, models.Field)
-    return api_key, from_db(started, row[user_end], alias)
+    return api_key, from_db(started, row[user_end + 1], alias)
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):

@@ -15,7 +15,9 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from redteam.common.models import ApiKey, AuditEvent
+from redteam.common.access import key_scope
+from redteam.common.api_auth import usable_key
+from redteam.common.models import ApiKey, AuditEvent, Operation
 from tests.access import grant
 from tests.api.conftest import KeyFactory, bearer_client
 
@@ -197,6 +199,34 @@ def test_authentication_costs_one_query(
     # 1: the key row joined with its user. The schema view itself runs no query.
     with django_assert_num_queries(1):
         assert client.get(READ).status_code == 200
+
+
+def test_the_scope_read_with_the_key_is_the_scope_queried_alone(user: User) -> None:
+    """Authentication reads the key's memberships in its own statement (key_memberships_sql);
+    key_scope must then give exactly what it computes when it queries them itself: roles,
+    archived operations, and nothing from operations outside the key or the user's grants."""
+    live, shelved, other, not_granted = (
+        Operation.objects.create(name=n) for n in ("live", "shelved", "other", "notgranted")
+    )
+    shelved.archived = True
+    shelved.save()
+    grant(user, live, "lead")
+    grant(user, shelved, "reviewer")
+    grant(user, other, "reviewer")  # the user's, not the key's
+    row, key = ApiKey.objects.create_key(name="t", user=user, scopes=["read"])
+    row.operations.set([live, shelved, not_granted])  # the key's, not granted to the user
+    found = usable_key(key.partition(".")[0], "198.51.100.7", timezone.now())
+    assert found is not None
+    brought = key_scope(found[0])
+    queried = key_scope(ApiKey.objects.select_related("user").get(pk=row.pk))
+    assert brought == queried
+    assert brought.roles == {live.pk: "lead", shelved.pk: "reviewer"}
+    assert brought.archived == frozenset({shelved.pk})
+    # A key of no operation brings an empty scope, not a missing one.
+    _, bare_key = ApiKey.objects.create_key(name="b", user=user, scopes=["read"])
+    found = usable_key(bare_key.partition(".")[0], "198.51.100.7", timezone.now())
+    assert found is not None
+    assert key_scope(found[0]).roles == {}
 
 
 def test_create_api_key_prints_a_working_key_once(user: User, capsys: Any) -> None:

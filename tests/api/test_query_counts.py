@@ -84,22 +84,22 @@ def _fill(api: APIClient, conversations: int) -> list[dict[str, Any]]:
     return payload["message_pieces"]
 
 
-# Queries per list page, whatever its length; the first two are always the API key joined
-# with its user (last_used_at was stamped by an earlier request) and the key's operations
-# joined with the user's memberships (its scope).
+# Queries per list page, whatever its length; the first is always the API key joined with its
+# user and with its operations' memberships, which give its scope (last_used_at was stamped by
+# an earlier request).
 LIST_QUERIES = {
-    # key; scope; pieces joined with their dumps and conversation; converter uses with their
-    # dumps.
-    "message-pieces": 4,
-    # key; scope; conversations joined with their target dump.
-    "conversations": 3,
-    # key; scope; scores joined with their scorer dump.
-    "scores": 3,
-    # key; scope; results joined with dumps and last response; related conversations; the
-    # last response's converters; the last scores.
-    "attack-results": 6,
-    # key; scope; identifier rows.
-    "identifiers": 3,
+    # key and scope; pieces joined with their dumps and conversation; converter uses with
+    # their dumps.
+    "message-pieces": 3,
+    # key and scope; conversations joined with their target dump.
+    "conversations": 2,
+    # key and scope; scores joined with their scorer dump.
+    "scores": 2,
+    # key and scope; results joined with dumps and last response; related conversations;
+    # the last response's converters; the last scores.
+    "attack-results": 5,
+    # key and scope; identifier rows.
+    "identifiers": 2,
 }
 
 
@@ -138,8 +138,8 @@ def test_conversation_messages_cost_constant_queries(
         ).status_code
         == 200
     )
-    # key; scope; conversation (+target dump); pieces (+dumps); converter uses; scores.
-    with django_assert_num_queries(6):
+    # key and scope; conversation (+target dump); pieces (+dumps); converter uses; scores.
+    with django_assert_num_queries(5):
         response = api.get(f"/api/v1/conversations/{long[0]['conversation_id']}/")
     assert len(response.json()["messages"]) == conversations * 2
 

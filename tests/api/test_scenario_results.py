@@ -75,10 +75,10 @@ def test_scenario_list_costs_constant_queries(
 ) -> None:
     rows = [renumbered(scenario_rows()[0], k) for k in range(count)]
     assert ingest(api, {"scenario_results": rows}).status_code == 200
-    # key; scope (the key's operations and memberships); scenarios with their dumps; attack
-    # results joined with dumps and last response; related conversations; the last
+    # the key with its scope (its operations and memberships); scenarios with their dumps;
+    # attack results joined with dumps and last response; related conversations; the last
     # responses' converters; the last scores.
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(6):
         response = api.get("/api/v1/scenario-results/", {"page_size": 50})
     results = response.json()["results"]
     assert len(results) == count
