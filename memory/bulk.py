@@ -13,6 +13,7 @@ per connection (Django 6 does the same). PostgreSQL has no such cap with client-
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -76,16 +77,21 @@ def bulk_update(model: type[models.Model], objs: Sequence[models.Model], fields:
         for obj in objs
     ]
     with connection.cursor() as cursor:
-        cursor.executemany(sql, rows)
+        if len(rows) == 1:
+            # A single message's conversation: a plain execute (executemany sets up a pipeline).
+            cursor.execute(sql, rows[0])
+        else:
+            cursor.executemany(sql, rows)
 
 
-def _insert_fields(model: type[models.Model]) -> list[models.Field[Any, Any]]:
+@functools.cache
+def _insert_fields(model: type[models.Model]) -> tuple[models.Field[Any, Any], ...]:
     """Concrete columns to write: every one but an auto-increment primary key."""
-    return [
+    return tuple(
         f
         for f in model._meta.concrete_fields
         if not (f.primary_key and isinstance(f, AutoFieldMixin))
-    ]
+    )
 
 
 def _column_specs(
@@ -121,8 +127,11 @@ def insert_rows(model: type[models.Model], rows: Sequence[Mapping[str, Any]]) ->
         return
     alias = router.db_for_write(model)
     connection = connections[alias]
-    if connection.vendor != "postgresql" or len(rows) <= SMALL_INSERT_ROWS:
+    if connection.vendor != "postgresql":
         bulk_insert(model, [model(**row) for row in rows])
+        return
+    if len(rows) <= SMALL_INSERT_ROWS:
+        insert_together([(model, [model(**row) for row in rows], False)])
         return
     fields = _insert_fields(model)
     quote = connection.ops.quote_name
@@ -159,13 +168,51 @@ def insert_rows(model: type[models.Model], rows: Sequence[Mapping[str, Any]]) ->
         )
 
 
+@functools.cache
+def _one_row_insert(model: type[models.Model], alias: str, *, ignore: bool) -> str | None:
+    """The INSERT Django compiles for one row of `model` on PostgreSQL (built once per
+    process), or None when a field computes its own placeholder from the value."""
+    fields = _insert_fields(model)
+    if any(hasattr(f, "get_placeholder") for f in fields):
+        return None
+    quote = connections[alias].ops.quote_name
+    columns = ", ".join(quote(str(f.column)) for f in fields)
+    sql = (
+        f"INSERT INTO {quote(model._meta.db_table)} ({columns}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))})"
+    )
+    return sql + " ON CONFLICT DO NOTHING" if ignore else sql
+
+
 def _insert_sql(
     model: type[models.Model], objs: Sequence[models.Model], alias: str, *, ignore: bool
 ) -> tuple[str, tuple[Any, ...]]:
     """The one INSERT statement bulk_create would send for `objs` (ON CONFLICT DO NOTHING
-    when `ignore`)."""
+    when `ignore`).
+
+    One row (a single message's conversation, piece, identifiers) is prepared as Django's
+    insert compiler prepares it (each field's pre_save, then get_db_prep_save) into a
+    statement built once; compiling a fresh InsertQuery cost such a request more than the
+    database spent on the row.
+    """
+    connection = connections[alias]
+    one_row = (
+        _one_row_insert(model, alias, ignore=ignore)
+        if len(objs) == 1 and connection.vendor == "postgresql"
+        else None
+    )
+    if one_row is not None:
+        obj = objs[0]
+        values = []
+        for f in _insert_fields(model):
+            value = f.pre_save(obj, True)
+            if hasattr(value, "resolve_expression"):
+                break  # an expression: Django's compiler resolves it
+            values.append(f.get_db_prep_save(value, connection))
+        else:
+            return one_row, tuple(values)
     query = InsertQuery(model, on_conflict=OnConflict.IGNORE if ignore else None)
-    query.insert_values(_insert_fields(model), list(objs), raw=False)
+    query.insert_values(list(_insert_fields(model)), list(objs), raw=False)
     statements = query.get_compiler(using=alias).as_sql()
     assert len(statements) == 1
     sql, params = statements[0]
@@ -184,14 +231,15 @@ def insert_together(groups: Sequence[InsertGroup]) -> None:
     On PostgreSQL the inserts are one statement (each but the last a data-modifying WITH
     clause): one round trip instead of one per table. The keys between the tables are checked
     at commit (Django's are DEFERRABLE INITIALLY DEFERRED), so the order within the statement
-    does not matter to them. Elsewhere, one bulk insert per table.
+    does not matter to them. Elsewhere, one bulk insert per table. Auto-increment keys of the
+    new rows are not read back (no caller needs them).
     """
     groups = [(model, objs, ignore) for model, objs, ignore in groups if objs]
     if not groups:
         return
     alias = router.db_for_write(groups[0][0])
     connection = connections[alias]
-    if connection.vendor != "postgresql" or len(groups) == 1:
+    if connection.vendor != "postgresql":
         for model, objs, ignore in groups:
             bulk_insert(model, objs, ignore_conflicts=ignore)
         return
@@ -201,8 +249,9 @@ def insert_together(groups: Sequence[InsertGroup]) -> None:
     statements = [_insert_sql(model, objs, alias, ignore=ignore) for model, objs, ignore in groups]
     clauses = ", ".join(f"i{n} AS ({sql})" for n, (sql, _) in enumerate(statements[:-1]))
     params = tuple(p for _, ps in statements for p in ps)
+    last = statements[-1][0]
     with connection.cursor() as cursor:
-        cursor.execute(f"WITH {clauses} {statements[-1][0]}", params)
+        cursor.execute(f"WITH {clauses} {last}" if clauses else last, params)
 
 
 def insert_or_lock(model: type[models.Model], objs: Sequence[models.Model]) -> list[Any]:
