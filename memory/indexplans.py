@@ -1,15 +1,15 @@
-"""Why each index of the message-piece table exists: the reads whose query plans use it.
+"""Why each index of the piece and conversation tables exists: the reads whose plans use it.
 
-Every index on ``memory_messagepiece`` is paid by every ingested piece, so the table keeps only
-the indexes some page, API read or ingestion step needs. ``PIECE_READS`` builds each read the
-way its code path does (the same FilterSets and querysets, on a caller's scope) and names
-the index its plan must use; ``PIECE_INDEXES`` is the table's index set, each index with the
-reads that need it; ``DROPPED`` lists the indexes removed (migration 0017) and the reads
-that filter on their columns, whose plans use another index instead.
+Every index on ``memory_messagepiece`` is paid by every ingested piece, and every index on
+``memory_conversation`` by every conversation a message creates or updates, so the tables keep
+only the indexes some page, API read or ingestion step needs. ``PIECE_READS`` and
+``CONVERSATION_READS`` build each read the way its code path does (the same FilterSets and
+querysets, on a caller's scope) and name the index its plan must use; ``TABLES`` gives each
+table's index set; ``DROPPED`` lists the indexes removed (migrations 0017 and 0020) and why.
 
 ``bench/explain.py`` runs EXPLAIN over every read on a loaded database and writes
 docs/indexes.md; tests/memory/test_index_plans.py checks on PostgreSQL that every read's plan
-can use its index and that the table carries exactly ``PIECE_INDEXES``.
+can use its index and that each table carries exactly the indexes listed.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db.models import QuerySet
@@ -29,7 +30,12 @@ from memory.filters import (
     ScoreFilterSet,
 )
 from memory.models import ComponentIdentifier, Conversation, MessagePiece, PieceConverter
-from memory.querysets import media_visible_to, pieces_for_conversation, pieces_for_export
+from memory.querysets import (
+    conversations_updated_since,
+    media_visible_to,
+    pieces_for_conversation,
+    pieces_for_export,
+)
 from redteam.common.access import Scope
 
 # Rows a keyset page reads (the API's page size plus the one that says "there is more").
@@ -59,6 +65,9 @@ class PieceRead:
     # True when only a caller limited to some operations reads the pieces (a superuser's
     # media check needs no piece): tests plan it on such a scope.
     restricted: bool = False
+    # True for a read planned on every operation (a superuser's); bench/explain.py plans the
+    # others on a reviewer's scope.
+    everything: bool = False
     # True for a keyset page whose order the index provides: tests plan it with explicit sorts
     # off, as on a large table, where sorting every row for the first page is what it avoids.
     ordered: bool = False
@@ -359,6 +368,120 @@ PIECE_READS: tuple[PieceRead, ...] = (
     ),
 )
 
+
+def _conversations(data: dict[str, Any]) -> Callable[[Scope, Sample], QuerySet[Any]]:
+    """The conversation list (page and API) with these filters: first page, newest first."""
+
+    def build(scope: Scope, s: Sample) -> QuerySet[Any]:
+        values = {k: v.format(s=s) for k, v in data.items()}
+        qs = ConversationFilterSet(values, scope=scope).qs
+        return qs.order_by("-last_timestamp", "-conversation_id")[:PAGE]
+
+    return build
+
+
+def _updated_since(scope: Scope, s: Sample) -> QuerySet[Any]:
+    since = datetime.fromisoformat(s.timestamp)
+    return conversations_updated_since(scope, since).values_list(
+        "operation_id", "operation__name", "updated_at"
+    )[:1001]
+
+
+# Reads of memory_conversation: every conversation a message creates or changes pays each of its
+# indexes. A filter on a value most conversations share is served by walking the list's order
+# (conv_op_recent_idx) and skipping the rest; its own index pays off for a value few have, which
+# is what these reads look for (a value no generated conversation has).
+CONVERSATION_READS: tuple[PieceRead, ...] = (
+    PieceRead(
+        "conversation list, first page (a reviewer's operations)",
+        "memory.views.conversation_list, memory.api.views.ConversationViewSet",
+        _conversations({}),
+        "conv_op_recent_idx",
+        restricted=True,
+        ordered=True,
+    ),
+    PieceRead(
+        "conversation list, first page (every operation: a superuser)",
+        "memory.views.conversation_list, memory.api.views.ConversationViewSet",
+        _conversations({}),
+        "conv_recent_idx",
+        everything=True,
+        ordered=True,
+    ),
+    PieceRead(
+        "conversation list, after= / before=",
+        "memory.filters.ConversationFilterSet (after, before)",
+        _conversations({"after": "2026-09-10", "before": "2026-09-11"}),
+        "conv_op_recent_idx",
+        restricted=True,
+        ordered=True,
+    ),
+    PieceRead(
+        "conversation list, attack= (a class few conversations have)",
+        "memory.filters.ConversationFilterSet (attack)",
+        _conversations({"attack": "RareAttack"}),
+        "conv_attack_idx",
+    ),
+    PieceRead(
+        "conversation list, outcome= (each of the four is common: the list order is walked)",
+        "memory.filters.ConversationFilterSet (outcome)",
+        _conversations({"outcome": "error"}),
+        "conv_op_recent_idx",
+        restricted=True,
+        ordered=True,
+    ),
+    PieceRead(
+        "conversation list, target= (a target few conversations have)",
+        "memory.filters.ConversationFilterSet (target)",
+        _conversations({"target": "{s.identifier_hash}"}),
+        "conv_target_idx",
+    ),
+    PieceRead(
+        "conversation list, has_error=true",
+        "memory.filters.ConversationFilterSet (has_error)",
+        _conversations({"has_error": "true"}),
+        "memory_conversation_has_error_cfffc7e5",
+    ),
+    PieceRead(
+        "conversation list, label= (matched on the conversation or its attack results: the "
+        "list order is walked)",
+        "memory.filters.ConversationFilterSet (label)",
+        _conversations({"label": "operator:nobody"}),
+        "conv_op_recent_idx",
+        restricted=True,
+        ordered=True,
+    ),
+    PieceRead(
+        "conversation list, harm_category= (a harm few conversations have)",
+        "memory.filters.ConversationFilterSet (harm_category)",
+        _conversations({"harm_category": "cbrn"}),
+        "conv_harm_gin",
+    ),
+    PieceRead(
+        "conversation list, converter= (a converter few conversations used)",
+        "memory.filters.ConversationFilterSet (converter)",
+        _conversations({"converter": "RareConverter"}),
+        "conv_converters_gin",
+    ),
+    PieceRead(
+        "conversation list, data_type= (a type few conversations hold)",
+        "memory.filters.ConversationFilterSet (data_type)",
+        _conversations({"data_type": "video_path"}),
+        "conv_dtypes_gin",
+    ),
+    PieceRead(
+        "home page: conversations that arrived lately",
+        "memory.querysets.conversations_updated_since",
+        _updated_since,
+        "conv_updated_idx",
+        restricted=True,
+        ordered=True,
+    ),
+)
+
+# Every catalogued read.
+READS: tuple[PieceRead, ...] = PIECE_READS + CONVERSATION_READS
+
 # The indexes of memory_messagepiece, each kept for the reads above that name it. The partial
 # ones cover only rows that can match (a 0.13 piece's identifiers, media pieces, rare roles),
 # so a plain 1.x text piece costs them nothing at ingestion.
@@ -385,10 +508,25 @@ CONVERTER_INDEXES: dict[str, str] = {
     "converter_identifier_idx": "(identifier_id)",
 }
 
+# The indexes of memory_conversation (a row per conversation, updated with every message).
+CONVERSATION_INDEXES: dict[str, str] = {
+    "memory_conversation_pkey": "primary key (conversation_id)",
+    "conv_recent_idx": "(last_timestamp DESC, conversation_id DESC)",
+    "conv_op_recent_idx": "(operation_id, last_timestamp DESC, conversation_id DESC)",
+    "conv_updated_idx": "(updated_at DESC)",
+    "conv_attack_idx": "(attack_class)",
+    "conv_target_idx": "(target_identifier_id)",
+    "memory_conversation_has_error_cfffc7e5": "(has_error)",
+    "conv_harm_gin": "GIN (harm_categories jsonb_path_ops)",
+    "conv_converters_gin": "GIN (converter_classes jsonb_path_ops)",
+    "conv_dtypes_gin": "GIN (data_types jsonb_path_ops)",
+}
+
 # The tables whose index sets are kept to what the reads need.
 TABLES: dict[str, dict[str, str]] = {
     "memory_messagepiece": PIECE_INDEXES,
     "memory_piececonverter": CONVERTER_INDEXES,
+    "memory_conversation": CONVERSATION_INDEXES,
 }
 
 # Indexes removed by migration 0017 and what replaced them for the reads on their columns.
@@ -431,6 +569,44 @@ DROPPED: dict[str, str] = {
         "the dump is only followed from the row (export), never searched by"
     ),
     "memory_piececonverter_dump_id_405738cf_like": "varchar_pattern_ops copy of the same",
+    # Migration 0020: memory_conversation.
+    "memory_conversation_conversation_id_f8339b3e_like": (
+        "varchar_pattern_ops copy of the primary key; conversations are found by whole id only"
+    ),
+    "memory_conversation_attack_class_948582b5_like": (
+        "varchar_pattern_ops copy; the attack filter matches the whole class name"
+    ),
+    "memory_conversation_outcome_22e016ec_like": (
+        "varchar_pattern_ops copy; the outcome filter matches a whole choice"
+    ),
+    "memory_conversation_target_dump_id_7a024251_like": "varchar_pattern_ops copy",
+    "memory_conversation_target_identifier_id_59f821ff_like": (
+        "varchar_pattern_ops copy; targets are matched by whole hash"
+    ),
+    "memory_conversation_last_timestamp_ba73843d": (
+        "duplicate: conv_recent_idx leads with last_timestamp and serves every range and order"
+    ),
+    "memory_conversation_operation_id_ef0c8713": (
+        "duplicate: conv_op_recent_idx leads with operation_id (every scoped read and the key's "
+        "checks use it)"
+    ),
+    "memory_conversation_target_dump_id_7a024251": (
+        "the dump is only followed from the row (pages, export), never searched by"
+    ),
+    "memory_conversation_attack_class_948582b5": "renamed conv_attack_idx (same definition)",
+    "memory_conversation_outcome_22e016ec": (
+        "four outcomes, each common: a filter on one walks the list order (conv_op_recent_idx)"
+    ),
+    "memory_conversation_first_timestamp_80501581": (
+        "the run export, its only reader, sorts an operation's conversations: no plan used it"
+    ),
+    "conv_labels_gin": (
+        "the label filters also match a conversation through its attack results' labels, an OR "
+        "no GIN index serves: their plans walk the list order"
+    ),
+    "memory_conversation_target_identifier_id_59f821ff": (
+        "renamed conv_target_idx (same definition)"
+    ),
 }
 
 

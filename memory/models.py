@@ -166,7 +166,8 @@ def _identifier_use(
 ) -> models.ForeignKey[ComponentIdentifier | None, ComponentIdentifier | None]:
     """An optional use of an identifier, for filters (identifiers outlive what uses them).
 
-    `db_index=False` where the model declares a partial index of its own instead (pieces).
+    `db_index=False` where the model declares an index of its own instead (a partial one on
+    pieces; one without the LIKE copy on conversations).
     """
     return models.ForeignKey(
         ComponentIdentifier,
@@ -215,14 +216,25 @@ class Conversation(models.Model):
     # The engagement it belongs to: named by its pieces' `operation` label (0.13), claimed by
     # an attack result's label (1.x), else the sender's default operation until claimed.
     operation = models.ForeignKey(
-        Operation, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        Operation,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=False,  # conv_op_recent_idx leads with it
     )
     # True once a label named the operation; an unclaimed conversation may still be claimed
     # by a labelled attack result that names it.
     operation_claimed = models.BooleanField(default=False)
-    target_identifier = _identifier_use()
+    target_identifier = _identifier_use(db_index=False)  # conv_target_idx
+    # Only followed from the row (pages, export), never searched by: no index.
     target_dump = models.ForeignKey(
-        IdentifierDump, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+        IdentifierDump,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
+        db_index=False,
     )
     # [{"sequence": int, "reason": "json_parsing"}]
     retries = ExactJSONField(default=list, blank=True)
@@ -231,8 +243,8 @@ class Conversation(models.Model):
     declared = models.BooleanField(default=False)
 
     # Summary columns.
-    first_timestamp = models.DateTimeField(null=True, blank=True, db_index=True)
-    last_timestamp = models.DateTimeField(null=True, blank=True, db_index=True)
+    first_timestamp = models.DateTimeField(null=True, blank=True)
+    last_timestamp = models.DateTimeField(null=True, blank=True)  # conv_recent_idx
     message_count = models.PositiveIntegerField(default=0)
     piece_count = models.PositiveIntegerField(default=0)
     labels = ExactJSONField(default=dict, blank=True)
@@ -240,8 +252,9 @@ class Conversation(models.Model):
     data_types = ExactJSONField(default=list, blank=True)
     converter_classes = ExactJSONField(default=list, blank=True)
     has_error = models.BooleanField(default=False, db_index=True)
-    attack_class = ExactCharField(max_length=255, blank=True, default="", db_index=True)
-    outcome = ExactCharField(max_length=16, blank=True, default="", db_index=True)
+    attack_class = ExactCharField(max_length=255, blank=True, default="")  # conv_attack_idx
+    # Four outcomes, each common: a filter on one walks the list order (conv_op_recent_idx).
+    outcome = ExactCharField(max_length=16, blank=True, default="")
     # Denormalised first user text, for list rows without a join.
     preview = ExactCharField(max_length=300, blank=True, default="")
     updated_at = models.DateTimeField(auto_now=True)
@@ -262,6 +275,11 @@ class Conversation(models.Model):
             ),
             # The home page's "arrived lately": the latest changed conversations, newest first.
             models.Index(fields=["-updated_at"], name="conv_updated_idx"),
+            # Filters matched by whole value only: plain indexes, without the LIKE
+            # (varchar_pattern_ops) copies Django adds to db_index=True text columns
+            # (memory.indexplans lists the reads that use each; migration 0020).
+            models.Index(fields=["attack_class"], name="conv_attack_idx"),
+            models.Index(fields=["target_identifier"], name="conv_target_idx"),
         ]
 
     def __str__(self) -> str:

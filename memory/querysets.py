@@ -13,6 +13,7 @@ the nodes of a visible identifier's tree) share its visibility.
 from __future__ import annotations
 
 from collections.abc import Collection
+from datetime import datetime
 
 from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Subquery, TextField
 from django.db.models.functions import Cast
@@ -77,6 +78,16 @@ def conversations_for_list(scope: Scope) -> QuerySet[Conversation]:
             "target_identifier__display_name",
         )
         .order_by("-last_timestamp", "-conversation_id")
+    )
+
+
+def conversations_updated_since(scope: Scope, since: datetime) -> QuerySet[Conversation]:
+    """The conversations holding data changed since `since`, latest change first (the home
+    page's "arrived lately": a walk of conv_updated_idx)."""
+    return (
+        Conversation.objects.visible_to(scope)
+        .filter(updated_at__gte=since, last_timestamp__isnull=False)
+        .order_by("-updated_at")
     )
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from django.urls import reverse
 from django.utils import timezone
 
-from memory.models import Conversation
+from memory.querysets import conversations_updated_since
 from redteam.common.access import Scope
 from scoring.models import ReviewClaim, ReviewQueue, ReviewSkip
 from scoring.queues import awaiting_counts, bounded, visible_queues
@@ -109,10 +109,9 @@ def recent_runs(scope: Scope, now: datetime) -> tuple[list[dict[str, Any]], bool
     updated_at index); True when more arrived than were counted."""
     since = now - timedelta(hours=RECENT_HOURS)
     latest = list(
-        Conversation.objects.visible_to(scope)
-        .filter(updated_at__gte=since, last_timestamp__isnull=False)
-        .order_by("-updated_at")
-        .values_list("operation_id", "operation__name", "updated_at")[: RECENT_WINDOW + 1]
+        conversations_updated_since(scope, since).values_list(
+            "operation_id", "operation__name", "updated_at"
+        )[: RECENT_WINDOW + 1]
     )
     runs: dict[Any, dict[str, Any]] = {}
     for operation_id, name, updated_at in latest[:RECENT_WINDOW]:

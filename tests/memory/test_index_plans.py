@@ -1,6 +1,7 @@
-"""The message-piece tables carry exactly the indexes memory/indexplans.py gives evidence for,
-and every catalogued read can use the index it is kept for (PostgreSQL only: SQLite has
-other indexes and another planner; bench/explain.py shows the plans on a loaded database).
+"""The piece and conversation tables carry exactly the indexes memory/indexplans.py gives
+evidence for, and every catalogued read can use the index it is kept for (PostgreSQL only:
+SQLite has other indexes and another planner; bench/explain.py shows the plans on a loaded
+database).
 
 Sequential scans are turned off for the plans, as on a table this small a scan beats any
 index: the question is whether the read *can* use its index (same columns, same expression,
@@ -16,7 +17,7 @@ from django.db import connection
 
 from memory.indexplans import (
     DROPPED,
-    PIECE_READS,
+    READS,
     TABLES,
     explain,
     plan_indexes,
@@ -70,7 +71,7 @@ def _store_sample_rows() -> None:
     assert Conversation.objects.filter(operation__isnull=False).exists()
 
 
-@pytest.mark.parametrize("read", PIECE_READS, ids=[r.name for r in PIECE_READS])
+@pytest.mark.parametrize("read", READS, ids=[r.name for r in READS])
 def test_each_read_can_use_its_index(read: Any) -> None:
     _store_sample_rows()
     # Every operation: on a table this small, one operation's few conversations would drive
