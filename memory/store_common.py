@@ -125,15 +125,24 @@ def stored_pieces_statement(
     )
     parts: list[str] = []
     params: list[Any] = []
+    arrays = connection.vendor == "postgresql"
+
+    def one_of(column: str, values: list[Any]) -> str:
+        # PostgreSQL: one array parameter, so the statement's text is the same for every
+        # batch (the driver parses it once, not once per thousand placeholders).
+        if arrays:
+            params.append(values)
+            return f"{column} = ANY(%s)"
+        params.extend(values)
+        return f"{column} IN ({', '.join(['%s'] * len(values))})"
+
     if keys:
-        parts.append(f"{select}p.id IN ({', '.join(['%s'] * len(keys))})")
-        params += keys
+        parts.append(f"{select}{one_of('p.id', keys)}")
     if conversations and places:
         parts.append(
-            f"{select}p.conversation_id IN ({', '.join(['%s'] * len(conversations))}) "
-            f"AND p.sequence IN ({', '.join(['%s'] * len(places))})"
+            f"{select}{one_of('p.conversation_id', conversations)} "
+            f"AND {one_of('p.sequence', places)}"
         )
-        params += [*conversations, *places]
     if not parts:
         parts.append(f"{select}1 = 0")
     return " UNION ALL ".join(parts), params
