@@ -44,19 +44,25 @@ def quoted_column(model: type[models.Model], name: str, alias: str) -> str:
     return connections[alias].ops.quote_name(field.column)
 
 
-def _converters(field: models.Field[Any, Any], alias: str) -> list[Any]:
-    """The functions the ORM runs over a value of `field` read from database `alias`."""
+@functools.cache
+def _converters(field: models.Field[Any, Any], alias: str) -> tuple[Any, list[Any]]:
+    """The column expression of `field` and the functions the ORM runs over its values read
+    from database `alias`; looked up once per process (they depend on the field and the
+    database engine only)."""
     connection = connections[alias]
     column = field.get_col(field.model._meta.db_table)
-    return [*connection.ops.get_db_converters(column), *column.get_db_converters(connection)]
+    return column, [
+        *connection.ops.get_db_converters(column),
+        *column.get_db_converters(connection),
+    ]
 
 
 def from_db(field: models.Field[Any, Any], value: Any, alias: str) -> Any:
     """A value of `field` as a raw statement read it, converted as the ORM would (SQLite's
     datetimes and booleans, JSON, custom fields)."""
     connection = connections[alias]
-    column = field.get_col(field.model._meta.db_table)
-    for converter in _converters(field, alias):
+    column, converters = _converters(field, alias)
+    for converter in converters:
         value = converter(value, column, connection)
     return value
 
@@ -64,12 +70,11 @@ def from_db(field: models.Field[Any, Any], value: Any, alias: str) -> Any:
 @functools.cache
 def _conversions(model: type[models.Model], alias: str) -> tuple[tuple[int, Any, list[Any]], ...]:
     """(field position, column, converters) of each concrete field of `model` whose values
-    database `alias` returns needing conversion; looked up once per process (they depend on
-    the field and the database engine only)."""
+    database `alias` returns needing conversion."""
     return tuple(
-        (i, f.get_col(model._meta.db_table), converters)
+        (i, *_converters(f, alias))
         for i, f in enumerate(model._meta.concrete_fields)
-        if (converters := _converters(f, alias))
+        if _converters(f, alias)[1]
     )
 
 
