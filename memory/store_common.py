@@ -17,7 +17,7 @@ from django.db import connections, models, router
 
 from memory.bulk import bulk_insert, bulk_update, insert_or_lock
 from memory.models import Conversation, MessagePiece
-from redteam.common.dbutil import columns_sql, model_reader
+from redteam.common.dbutil import array_literal, columns_sql, model_reader, quoted_column
 from redteam.core.batch import Replay, stored_conflict
 from redteam.core.outcomes import FieldError
 
@@ -118,30 +118,34 @@ def stored_pieces_statement(
         conversation.get_db_prep_value(c, connection) for c in sorted(set(conversation_ids))
     ]
     places = sorted(set(sequences))
+    # The operation is a subquery run for each row found: a join let the planner hash the
+    # whole conversation table before finding that no piece matched (a new batch's case).
     select = (
-        f"SELECT {columns_sql(MessagePiece, 'p', alias)}, c.operation_id "
-        "FROM memory_messagepiece p "
-        "JOIN memory_conversation c ON c.conversation_id = p.conversation_id WHERE "
+        f"SELECT {columns_sql(MessagePiece, 'p', alias)}, (SELECT c.operation_id "
+        "FROM memory_conversation c WHERE c.conversation_id = p.conversation_id) "
+        "FROM memory_messagepiece p WHERE "
     )
     parts: list[str] = []
     params: list[Any] = []
     arrays = connection.vendor == "postgresql"
 
-    def one_of(column: str, values: list[Any]) -> str:
+    def one_of(name: str, values: list[Any]) -> str:
+        column = f"p.{quoted_column(MessagePiece, name, alias)}"
         # PostgreSQL: one array parameter, so the statement's text is the same for every
-        # batch (the driver parses it once, not once per thousand placeholders).
+        # batch (the driver parses it once, not once per thousand placeholders), sent as
+        # the array's text (the driver's array adapter quotes element by element in Python).
         if arrays:
-            params.append(values)
-            return f"{column} = ANY(%s)"
+            params.append(array_literal(values))
+            field = MessagePiece._meta.get_field(name)
+            return f"{column} = ANY(%s::{field.db_type(connection)}[])"
         params.extend(values)
         return f"{column} IN ({', '.join(['%s'] * len(values))})"
 
     if keys:
-        parts.append(f"{select}{one_of('p.id', keys)}")
+        parts.append(f"{select}{one_of('id', keys)}")
     if conversations and places:
         parts.append(
-            f"{select}{one_of('p.conversation_id', conversations)} "
-            f"AND {one_of('p.sequence', places)}"
+            f"{select}{one_of('conversation', conversations)} AND {one_of('sequence', places)}"
         )
     if not parts:
         parts.append(f"{select}1 = 0")

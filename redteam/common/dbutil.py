@@ -44,6 +44,22 @@ def quoted_column(model: type[models.Model], name: str, alias: str) -> str:
     return connections[alias].ops.quote_name(field.column)
 
 
+def array_literal(values: Sequence[Any]) -> str:
+    """PostgreSQL's text form of an array of `values` (strings, numbers, UUIDs; None is
+    NULL), for one ``%s::type[]`` parameter: every element is double-quoted with its
+    backslashes and quotes escaped, so any text stays one element."""
+    items = []
+    for value in values:
+        if value is None:
+            items.append("NULL")
+        else:
+            text = str(value)
+            if "\\" in text or '"' in text:
+                text = text.replace("\\", "\\\\").replace('"', '\\"')
+            items.append(f'"{text}"')
+    return "{" + ",".join(items) + "}"
+
+
 @functools.cache
 def _converters(field: models.Field[Any, Any], alias: str) -> tuple[Any, list[Any]]:
     """The column expression of `field` and the functions the ORM runs over its values read

@@ -11,6 +11,7 @@ import pytest
 from django.db import DEFAULT_DB_ALIAS, connection, models
 from django.db.models.constants import OnConflict
 from django.db.models.sql import InsertQuery
+from django.test.utils import CaptureQueriesContext
 
 from memory.bulk import _insert_fields, _insert_sql
 from memory.models import (
@@ -90,3 +91,107 @@ def test_one_row_insert_stores_what_bulk_create_stores() -> None:
     assert piece.original_value == "tab\there 'quoted' \\ and NUL \x00"
     assert piece.prompt_metadata == {"turn": 1, "nested": ["<script>"]}
     assert Conversation.objects.get(pk=rows[0].pk).labels == {"op": "a\x00'b"}
+
+
+def _conversations(n: int) -> list[Conversation]:
+    """Conversations whose values exercise every kind of column a recordset carries."""
+    hostile = "tab\t 'q' \"dq\" \\ {a,b} NULL \x00 \ufdd0 é 😀"
+    return [
+        Conversation(
+            conversation_id=f"{hostile} {i}",
+            labels={"op": hostile, "n": i, "nan": float("nan"), "big": 2**70},
+            harm_categories=[hostile, None],
+            first_timestamp=datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC),
+            last_timestamp=None,
+            message_count=i,
+            has_error=bool(i % 2),
+            preview=hostile[: 10 + i],
+            revision=2**62 + i,
+        )
+        for i in range(n)
+    ]
+
+
+def _stored(ids: list[str]) -> list[tuple[Any, ...]]:
+    fields = ["pk", "labels", "harm_categories", "first_timestamp", "last_timestamp"]
+    fields += ["message_count", "has_error", "preview", "revision", "updated_at"]
+    rows = Conversation.objects.filter(pk__in=ids).order_by("pk").values_list(*fields)
+    # NaN is not equal to itself: compare its text.
+    return [tuple(repr(v) if isinstance(v, dict) else v for v in row) for row in rows]
+
+
+def test_several_rows_insert_from_one_recordset_parameter() -> None:
+    from memory.bulk import insert_together
+
+    rows = _conversations(3)
+    sql, params = _insert_sql(Conversation, rows, DEFAULT_DB_ALIAS, ignore=True)
+    assert "json_to_recordset" in sql
+    assert len(params) == 1
+    insert_together([(Conversation, rows, True)])
+    twins = _conversations(3)
+    for twin in twins:
+        twin.conversation_id = "twin " + twin.conversation_id
+    Conversation.objects.bulk_create(twins)
+    ours = _stored([r.pk for r in rows])
+    django = _stored([r.pk for r in twins])
+    assert len(ours) == 3
+    for mine, theirs in zip(ours, django, strict=True):
+        assert mine[0] == "twin " + theirs[0] or theirs[0] == "twin " + mine[0]
+        assert mine[1:-1] == theirs[1:-1]
+    stored = Conversation.objects.get(pk=rows[2].pk)
+    assert stored.conversation_id == rows[2].conversation_id
+    assert stored.labels["big"] == 2**70
+    assert stored.labels["nan"] != stored.labels["nan"]
+
+
+def test_bulk_update_from_one_recordset_matches_one_update_per_row() -> None:
+    from memory.bulk import bulk_update
+
+    rows = _conversations(4)
+    Conversation.objects.bulk_create(rows)
+    changed = _conversations(4)
+    for new in changed:
+        new.preview = "changed " + new.preview
+        new.labels = {"again": new.preview, "inf": float("inf")}
+        new.last_timestamp = datetime(2027, 1, 1, tzinfo=UTC)
+    fields = ["preview", "labels", "last_timestamp", "message_count", "revision"]
+    with CaptureQueriesContext(connection) as queries:
+        bulk_update(Conversation, changed, fields)
+    assert len(queries) == 1
+    assert "json_to_recordset" in queries[0]["sql"]
+    after_recordset = _stored([r.pk for r in rows])
+    for one in changed:
+        bulk_update(Conversation, [one], fields)  # the one-row statement
+    assert _stored([r.pk for r in rows]) == after_recordset
+    assert Conversation.objects.get(pk=rows[1].pk).labels == {
+        "again": changed[1].preview,
+        "inf": float("inf"),
+    }
+
+
+def test_bulk_update_of_one_key_twice_keeps_the_last() -> None:
+    from memory.bulk import bulk_update
+
+    [row] = _conversations(1)
+    Conversation.objects.bulk_create([row])
+    first, second = _conversations(1) + _conversations(1)
+    first.preview, second.preview = "first", "second"
+    bulk_update(Conversation, [first, second], ["preview"])
+    assert Conversation.objects.get(pk=row.pk).preview == "second"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        ["plain", "", " spaced ", "NULL", None, 'q"uote', "back\\slash", "{brace,comma}", "é😀"],
+        [0, -3, 2**40],
+        [uuid.UUID(int=1), uuid.UUID(int=2**128 - 1)],
+    ],
+)
+def test_array_literal_is_read_back_element_for_element(values: list[Any]) -> None:
+    from redteam.common.dbutil import array_literal
+
+    kind = {str: "text", int: "bigint", uuid.UUID: "uuid"}[type(values[0])]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT %s::{kind}[]", [array_literal(values)])
+        assert cursor.fetchone()[0] == values
