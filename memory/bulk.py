@@ -18,7 +18,7 @@ import json
 import math
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
@@ -109,17 +109,10 @@ class _NoJsonForm(TypeError):
     """A prepared value _recordset cannot carry: the statement is compiled by Django."""
 
 
-def _json_value(field: models.Field[Any, Any], value: Any, connection: Any) -> Any:
-    """`value` of `field` prepared as the ORM prepares it for saving, in the JSON form
-    json_to_recordset feeds to the column's input function (JSON columns nest their value)."""
-    if isinstance(field, models.JSONField):
-        if value is None:
-            return None  # SQL NULL, as Django stores None
-        if field.encoder is not None or hasattr(value, "resolve_expression"):
-            raise _NoJsonForm(field.name)
-        return field.get_prep_value(value)
-    value = field.get_db_prep_save(value, connection)
-    if value is None or isinstance(value, str | int):  # ints come wrapped (psycopg's Int4)
+def _json_scalar(value: Any) -> Any:
+    """A prepared scalar in the JSON form json_to_recordset feeds to the column's input
+    function (timestamps as ISO text, non-finite floats as PostgreSQL spells them)."""
+    if value is None or isinstance(value, str | int):  # ints may come wrapped (psycopg's Int4)
         return value
     if isinstance(value, float):
         if math.isfinite(value):
@@ -129,7 +122,44 @@ def _json_value(field: models.Field[Any, Any], value: Any, connection: Any) -> A
         return value.isoformat()
     if isinstance(value, uuid.UUID | Decimal):
         return str(value)
-    raise _NoJsonForm(field.name)
+    raise _NoJsonForm(type(value).__name__)
+
+
+# get_db_prep_value implementations that only add, on PostgreSQL, an adaptation that leaves
+# the value equal (integers wrapped in psycopg's Int4/Int8; dates and datetimes as they are).
+_PREP_ONLY = (
+    models.Field.get_db_prep_value,
+    models.IntegerField.get_db_prep_value,
+    models.DateTimeField.get_db_prep_value,
+)
+
+
+@functools.cache
+def _json_form(field: models.Field[Any, Any], alias: str) -> Callable[[Any], Any]:
+    """A function giving a value of `field` as the ORM prepares it for saving on PostgreSQL
+    database `alias`, in its _recordset form (JSON columns nest their value); looked up once
+    per field, since the layers of get_db_prep_save cost more than the rows' own work."""
+    connection = connections[alias]
+    if isinstance(field, models.JSONField):
+        prep_json = field.get_prep_value
+        plain = field.encoder is None
+
+        def json_column(value: Any) -> Any:
+            if value is None:
+                return None  # SQL NULL, as Django stores None
+            if not plain or hasattr(value, "resolve_expression"):
+                raise _NoJsonForm(field.name)
+            return prep_json(value)
+
+        return json_column
+    cls = type(field)
+    if (
+        cls.get_db_prep_save is models.Field.get_db_prep_save
+        and cls.get_db_prep_value in _PREP_ONLY
+    ):
+        prep = field.get_prep_value
+        return lambda value: _json_scalar(prep(value))
+    return lambda value: _json_scalar(field.get_db_prep_save(value, connection))
 
 
 def _recordset(
@@ -143,21 +173,21 @@ def _recordset(
     its conversation statements. None when a value has no JSON form (bytes, an expression, a
     non-finite float inside a JSON column); the caller then sends Django's statement.
     """
-    keys = [f"c{i}" for i in range(len(fields))]
+    forms = [(f"c{i}", _json_form(f, connection.alias)) for i, f in enumerate(fields)]
     try:
         objects = [
-            dict(
-                zip(
-                    keys,
-                    (_json_value(f, v, connection) for f, v in zip(fields, row, strict=True)),
-                    strict=True,
-                )
-            )
+            {key: form(value) for (key, form), value in zip(forms, row, strict=True)}
             for row in rows
         ]
-        return json.dumps(objects, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return _RECORDSET_JSON(objects)
     except (_NoJsonForm, TypeError, ValueError):
         return None
+
+
+# One encoder for every _recordset (json.dumps with options builds a new one per call).
+_RECORDSET_JSON = json.JSONEncoder(
+    ensure_ascii=False, allow_nan=False, separators=(",", ":")
+).encode
 
 
 def _recordset_columns(fields: Sequence[models.Field[Any, Any]], connection: Any) -> str:

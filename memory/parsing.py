@@ -364,6 +364,8 @@ def _node_row(node: ComponentIdentifier) -> dict[str, Any]:
 IDENTIFIER_CACHE_SIZE: Final = 4096
 # (legacy?, dump text) -> parse; entries are never mutated, so sharing them is safe.
 _IDENTIFIER_CACHE: dict[tuple[bool, str | None], ParsedIdentifier] = {}
+# json.dumps(value, ensure_ascii=False), without building a new encoder on every call.
+_dump_text = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def parse_identifier(
@@ -379,7 +381,7 @@ def parse_identifier(
     # distinct dump text once (the text keeps key order and 1 vs 1.0, so equal text means
     # an equal parse).
     try:
-        dump_json = json.dumps(value, ensure_ascii=False)
+        dump_json = _dump_text(value)
     except (TypeError, ValueError, RecursionError):
         dump_json = None
     cached = _IDENTIFIER_CACHE.get((legacy, dump_json)) if dump_json is not None else None
@@ -406,7 +408,7 @@ def parse_identifier(
         nodes.setdefault(node.hash, _node_row(node))
     parsed = ParsedIdentifier(
         digest=dump_digest(value),
-        dump_json=dump_json or json.dumps(value, ensure_ascii=False),
+        dump_json=dump_json or _dump_text(value),
         identifier=identifier,
         nodes=list(nodes.values()),
     )
