@@ -135,16 +135,16 @@ _PREP_ONLY = (
 
 
 @functools.cache
-def _json_form(field: models.Field[Any, Any], alias: str) -> Callable[[Any], Any]:
-    """A function giving a value of `field` as the ORM prepares it for saving on PostgreSQL
-    database `alias`, in its _recordset form (JSON columns nest their value); looked up once
-    per field, since the layers of get_db_prep_save cost more than the rows' own work."""
-    connection = connections[alias]
+def _json_form(field: models.Field[Any, Any]) -> Callable[[Any, Any], Any]:
+    """A function (value, connection) giving a value of `field` as the ORM prepares it for
+    saving on a PostgreSQL connection, in its _recordset form (JSON columns nest their
+    value); looked up once per field, since the layers of get_db_prep_save cost more than
+    the rows' own work."""
     if isinstance(field, models.JSONField):
         prep_json = field.get_prep_value
         plain = field.encoder is None
 
-        def json_column(value: Any) -> Any:
+        def json_column(value: Any, _connection: Any) -> Any:
             if value is None:
                 return None  # SQL NULL, as Django stores None
             if not plain or hasattr(value, "resolve_expression"):
@@ -158,8 +158,8 @@ def _json_form(field: models.Field[Any, Any], alias: str) -> Callable[[Any], Any
         and cls.get_db_prep_value in _PREP_ONLY
     ):
         prep = field.get_prep_value
-        return lambda value: _json_scalar(prep(value))
-    return lambda value: _json_scalar(field.get_db_prep_save(value, connection))
+        return lambda value, _connection: _json_scalar(prep(value))
+    return lambda value, connection: _json_scalar(field.get_db_prep_save(value, connection))
 
 
 def _recordset(
@@ -173,10 +173,10 @@ def _recordset(
     its conversation statements. None when a value has no JSON form (bytes, an expression, a
     non-finite float inside a JSON column); the caller then sends Django's statement.
     """
-    forms = [(f"c{i}", _json_form(f, connection.alias)) for i, f in enumerate(fields)]
+    forms = [(f"c{i}", _json_form(f)) for i, f in enumerate(fields)]
     try:
         objects = [
-            {key: form(value) for (key, form), value in zip(forms, row, strict=True)}
+            {key: form(value, connection) for (key, form), value in zip(forms, row, strict=True)}
             for row in rows
         ]
         return _RECORDSET_JSON(objects)
