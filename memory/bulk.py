@@ -60,7 +60,7 @@ def bulk_update(model: type[models.Model], objs: Sequence[models.Model], fields:
 
     Django's bulk_update builds a CASE expression per field and row, which costs seconds of
     Python for a few thousand rows. On PostgreSQL the rows travel as one JSON parameter read
-    by ``json_to_recordset`` (see _recordset): one statement whose text depends on the
+    by ``jsonb_to_recordset`` (see _recordset): one statement whose text depends on the
     columns only, with no per-value quoting in the driver. One row (a single message's
     conversation), another database, or a value with no JSON form: a prepared per-row UPDATE
     (executemany for several rows).
@@ -110,7 +110,7 @@ class _NoJsonForm(TypeError):
 
 
 def _json_scalar(value: Any) -> Any:
-    """A prepared scalar in the JSON form json_to_recordset feeds to the column's input
+    """A prepared scalar in the JSON form jsonb_to_recordset feeds to the column's input
     function (timestamps as ISO text, non-finite floats as PostgreSQL spells them)."""
     if value is None or isinstance(value, str | int):  # ints may come wrapped (psycopg's Int4)
         return value
@@ -165,7 +165,7 @@ def _json_form(field: models.Field[Any, Any]) -> Callable[[Any, Any], Any]:
 def _recordset(
     fields: Sequence[models.Field[Any, Any]], rows: Iterable[Sequence[Any]], connection: Any
 ) -> str | None:
-    """The JSON text of `rows` (values of `fields`, in order) for ``json_to_recordset(%s::json)
+    """The JSON text of `rows` (values of `fields`, in order) for ``jsonb_to_recordset(%s::jsonb)
     AS v(c0 type, c1 type, ...)`` (_recordset_columns): each row an object keyed c0, c1, ....
 
     One parameter instead of one per value: psycopg quotes every parameter of a client-side
@@ -209,7 +209,7 @@ def _update_sql(model: type[models.Model], fields: tuple[str, ...], alias: str) 
     columns = _recordset_columns([*targets, pk], connection)  # type: ignore[list-item]
     return (
         f"UPDATE {quote(meta.db_table)} SET {assignments} "
-        f"FROM json_to_recordset(%s::json) AS v({columns}) "
+        f"FROM jsonb_to_recordset(%s::jsonb) AS v({columns}) "
         f"WHERE {quote(meta.db_table)}.{quote(str(pk.column))} = v.c{len(targets)}"
     )
 
@@ -327,7 +327,7 @@ def _recordset_insert(model: type[models.Model], alias: str, *, ignore: bool) ->
     values = ", ".join(f"v.c{i}" for i in range(len(fields)))
     sql = (
         f"INSERT INTO {quote(model._meta.db_table)} ({columns}) SELECT {values} "
-        f"FROM json_to_recordset(%s::json) AS v({_recordset_columns(fields, connection)})"
+        f"FROM jsonb_to_recordset(%s::jsonb) AS v({_recordset_columns(fields, connection)})"
     )
     return sql + " ON CONFLICT DO NOTHING" if ignore else sql
 

@@ -125,7 +125,7 @@ def test_several_rows_insert_from_one_recordset_parameter() -> None:
 
     rows = _conversations(3)
     sql, params = _insert_sql(Conversation, rows, DEFAULT_DB_ALIAS, ignore=True)
-    assert "json_to_recordset" in sql
+    assert "jsonb_to_recordset" in sql
     assert len(params) == 1
     insert_together([(Conversation, rows, True)])
     twins = _conversations(3)
@@ -158,7 +158,7 @@ def test_bulk_update_from_one_recordset_matches_one_update_per_row() -> None:
     with CaptureQueriesContext(connection) as queries:
         bulk_update(Conversation, changed, fields)
     assert len(queries) == 1
-    assert "json_to_recordset" in queries[0]["sql"]
+    assert "jsonb_to_recordset" in queries[0]["sql"]
     after_recordset = _stored([r.pk for r in rows])
     for one in changed:
         bulk_update(Conversation, [one], fields)  # the one-row statement
