@@ -180,7 +180,7 @@ def _recordset(
             for row in rows
         ]
         return _RECORDSET_JSON(objects)
-    except (_NoJsonForm, TypeError, ValueError):
+    except (TypeError, ValueError):  # _NoJsonForm is a TypeError
         return None
 
 
@@ -298,20 +298,27 @@ def insert_rows(model: type[models.Model], rows: Sequence[Mapping[str, Any]]) ->
         )
 
 
-@functools.cache
-def _one_row_insert(model: type[models.Model], alias: str, *, ignore: bool) -> str | None:
-    """The INSERT Django compiles for one row of `model` on PostgreSQL (built once per
-    process), or None when a field computes its own placeholder from the value."""
+def _insert_statement(
+    model: type[models.Model], alias: str, rows: str, *, ignore: bool
+) -> str | None:
+    """``INSERT INTO table (columns) <rows>`` for every insert field of `model` on PostgreSQL
+    (ON CONFLICT DO NOTHING when `ignore`), or None when a field computes its own placeholder
+    from the value."""
     fields = _insert_fields(model)
     if any(hasattr(f, "get_placeholder") for f in fields):
         return None
     quote = connections[alias].ops.quote_name
     columns = ", ".join(quote(str(f.column)) for f in fields)
-    sql = (
-        f"INSERT INTO {quote(model._meta.db_table)} ({columns}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))})"
-    )
+    sql = f"INSERT INTO {quote(model._meta.db_table)} ({columns}) {rows}"
     return sql + " ON CONFLICT DO NOTHING" if ignore else sql
+
+
+@functools.cache
+def _one_row_insert(model: type[models.Model], alias: str, *, ignore: bool) -> str | None:
+    """The INSERT Django compiles for one row of `model` on PostgreSQL (built once per
+    process), or None when a field computes its own placeholder from the value."""
+    placeholders = ", ".join(["%s"] * len(_insert_fields(model)))
+    return _insert_statement(model, alias, f"VALUES ({placeholders})", ignore=ignore)
 
 
 @functools.cache
@@ -319,17 +326,10 @@ def _recordset_insert(model: type[models.Model], alias: str, *, ignore: bool) ->
     """The INSERT of several rows of `model` from one _recordset parameter (PostgreSQL; built
     once per process), or None when a field computes its own placeholder from the value."""
     fields = _insert_fields(model)
-    if any(hasattr(f, "get_placeholder") for f in fields):
-        return None
-    connection = connections[alias]
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(str(f.column)) for f in fields)
     values = ", ".join(f"v.c{i}" for i in range(len(fields)))
-    sql = (
-        f"INSERT INTO {quote(model._meta.db_table)} ({columns}) SELECT {values} "
-        f"FROM jsonb_to_recordset(%s::jsonb) AS v({_recordset_columns(fields, connection)})"
-    )
-    return sql + " ON CONFLICT DO NOTHING" if ignore else sql
+    columns = _recordset_columns(fields, connections[alias])
+    rows = f"SELECT {values} FROM jsonb_to_recordset(%s::jsonb) AS v({columns})"
+    return _insert_statement(model, alias, rows, ignore=ignore)
 
 
 def _saved_values(model: type[models.Model], obj: models.Model) -> list[Any] | None:
