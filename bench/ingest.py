@@ -20,7 +20,9 @@ What it does, in one run on one machine:
 3. Fills the database up to `--large` (10M) stored pieces with COPY (bench/pages.py's loader:
    conversations, pieces, attack results, scores), ANALYZE, and measures both again; with
    `--large-from DB` (what `make bench` does) it measures on a file copy of DB instead, the
-   database bench/pages.py has just loaded with the same loader.
+   database bench/pages.py has just loaded with the same loader. Then both sizes exist at
+   once, each served by its own gunicorn, and the single-message bursts of the two sizes take
+   turns, so that a passing load on the machine weighs on both alike.
 4. Prints the rates and the ratios: batch ingest vs raw COPY and vs PyRIT's own SQLite bulk
    insert (PYRIT_SQLITE_PIECES_PER_S, measured for issue 15 on this machine class), large vs
    small.
@@ -318,24 +320,37 @@ def batch_bodies(pieces: Sequence[dict[str, Any]], size: int) -> list[bytes]:
     ]
 
 
-def single_rate(args: argparse.Namespace, key: str, bodies: Sequence[bytes]) -> tuple[float, float]:
-    """(requests/s, core-ms per request) of one-message requests: the best of several short
-    bursts.
+@dataclass
+class Site:
+    """One database being measured: its URL, the bench key and the gunicorn serving it."""
+
+    url: str
+    key: str
+    server: Server
+
+
+def single_rates(
+    args: argparse.Namespace, sites: Sequence[Site], bodies: Sequence[Sequence[bytes]]
+) -> list[tuple[float, float]]:
+    """(requests/s, core-ms per request) of one-message requests at each site: the best of
+    several short bursts, the sites' bursts taking turns.
 
     Other processes on the machine only ever slow a burst down, so the best burst is the
-    closest estimate of what the server itself can do at this table size.
+    closest estimate of what the server itself can do at this table size; taking turns puts
+    the sizes compared under the same passing load (as the batch rounds do with COPY).
     """
     bursts = max(1, args.bursts)
-    size = max(1, len(bodies) // bursts)
-    best = (0.0, 0.0)
+    best = [(0.0, 0.0) for _ in sites]
     for b in range(bursts):
-        chunk = bodies[b * size : (b + 1) * size]
-        posted = post_all(args.port, key, chunk, args.clients)
-        if posted.stored != len(chunk):
-            raise SystemExit(f"single-message requests stored {posted.stored} of {len(chunk)}")
-        rate = posted.stored / posted.seconds
-        if rate > best[0]:
-            best = (rate, posted.cpu * 1000 / posted.stored)
+        for i, (site, requests) in enumerate(zip(sites, bodies, strict=True)):
+            size = max(1, len(requests) // bursts)
+            chunk = requests[b * size : (b + 1) * size]
+            posted = post_all(site.server.port, site.key, chunk, args.clients)
+            if posted.stored != len(chunk):
+                raise SystemExit(f"single-message requests stored {posted.stored} of {len(chunk)}")
+            rate = posted.stored / posted.seconds
+            if rate > best[i][0]:
+                best[i] = (rate, posted.cpu * 1000 / posted.stored)
     return best
 
 
@@ -479,7 +494,10 @@ def bench_writer(env: dict[str, str]) -> str:
         "-c",
         "from django.contrib.auth.models import User; User.objects.get_or_create(username='bench')",
     )
-    manage(env, "create_operation", "bench")
+    with psycopg.connect(env["DATABASE_URL"]) as conn:
+        named = conn.execute("SELECT 1 FROM redteam_operation WHERE name = 'bench'").fetchone()
+    if named is None:  # a copied database may hold it already
+        manage(env, "create_operation", "bench")
     manage(env, "grant", "--user", "bench", "--operation", "bench", "--role", "reviewer")
     return manage(
         env, "create_api_key", "--user", "bench", "--scopes", "ingest", "--operations", "bench"
@@ -498,12 +516,12 @@ def clone_database(url: str, source: str) -> str:
 
 
 def batch_rate(
-    args: argparse.Namespace, key: str, url: str, pieces: Sequence[dict[str, Any]]
+    args: argparse.Namespace, site: Site, pieces: Sequence[dict[str, Any]]
 ) -> tuple[float, float, float]:
     """(HTTP batch pieces/s, raw COPY rows/s, core-µs per batch-ingested piece) over the same
     rows, alternating in rounds so that load from anything else on the machine weighs on both
     alike."""
-    baseline = CopyBaseline(url)
+    baseline = CopyBaseline(site.url)
     http_seconds = copy_seconds = cpu = 0.0
     stored = copied = 0
     rounds = max(1, args.rounds)
@@ -513,7 +531,9 @@ def batch_rate(
         seconds, rows = baseline.copy(chunk)
         copy_seconds += seconds
         copied += rows
-        posted = post_all(args.port, key, batch_bodies(chunk, args.batch_size), args.clients)
+        posted = post_all(
+            site.server.port, site.key, batch_bodies(chunk, args.batch_size), args.clients
+        )
         http_seconds += posted.seconds
         stored += posted.stored
         cpu += posted.cpu
@@ -576,31 +596,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     bodies_small = batch_bodies(filler_small, args.batch_size)
 
     results: dict[str, Rates] = {}
-    server = start_server(env, args.port, args.workers)
+    servers: list[Server] = []
     try:
+        servers.append(start_server(env, args.port, args.workers))
+        small_site = Site(url, key, servers[-1])
         post_all(args.port, key, bodies_small, args.clients)
-        for size in ("small", "large"):
-            if size == "large":
-                server.stop()
-                if args.large_from:
-                    url = clone_database(url, args.large_from)
-                    prewarm_indexes(url)
-                    env = server_env(url)
-                    manage(env, "migrate", "--noinput", "-v0")
-                    key = bench_writer(env)
-                else:
-                    target = args.large - stored_pieces(url) - args.pieces - args.single_requests
-                    print(f"COPY-loading {max(0, target):,} pieces ...", flush=True)
-                    copy_fill(env, target)
-                server = start_server(env, args.port, args.workers)
-            at = stored_pieces(url)
-            print(f"measuring at {at:,} stored pieces ...", flush=True)
+        at_small = stored_pieces(url)
+        if args.large_from:
+            # Both sizes exist at once (the large one a copy of another database): their
+            # single-message bursts take turns, each size on its own server.
+            large_url = clone_database(url, args.large_from)
+            prewarm_indexes(large_url)
+            large_env = server_env(large_url)
+            manage(large_env, "migrate", "--noinput", "-v0")
+            large_key = bench_writer(large_env)
+            servers.append(start_server(large_env, args.port + 1, args.workers))
+            large_site = Site(large_url, large_key, servers[-1])
+            at_large = stored_pieces(large_url)
+            print(f"measuring at {at_small:,} and {at_large:,} stored pieces ...", flush=True)
+            warn_if_undersized(large_url)
+            singles = single_rates(
+                args, [small_site, large_site], [single["small"], single["large"]]
+            )
+        else:
+            print(f"measuring at {at_small:,} stored pieces ...", flush=True)
+            singles = single_rates(args, [small_site], [single["small"]])
+        batch, copy, batch_cpu = batch_rate(args, small_site, measured["small"])
+        results["small"] = Rates(at_small, *singles[0], batch, copy, batch_cpu)
+        if not args.large_from:
+            servers.pop().stop()
+            target = args.large - stored_pieces(url) - args.pieces - args.single_requests
+            print(f"COPY-loading {max(0, target):,} pieces ...", flush=True)
+            copy_fill(env, target)
+            servers.append(start_server(env, args.port, args.workers))
+            large_site = Site(url, key, servers[-1])
+            at_large = stored_pieces(url)
+            print(f"measuring at {at_large:,} stored pieces ...", flush=True)
             warn_if_undersized(url)
-            single_, single_cpu = single_rate(args, key, single[size])
-            batch, copy, batch_cpu = batch_rate(args, key, url, measured[size])
-            results[size] = Rates(at, single_, single_cpu, batch, copy, batch_cpu)
+            singles.extend(single_rates(args, [large_site], [single["large"]]))
+        batch, copy, batch_cpu = batch_rate(args, large_site, measured["large"])
+        results["large"] = Rates(at_large, *singles[-1], batch, copy, batch_cpu)
     finally:
-        server.stop()
+        for server in servers:
+            server.stop()
 
     small, large = results["small"], results["large"]
     ratio = min(small.batch / small.copy, large.batch / large.copy)
