@@ -184,10 +184,16 @@ def _child(
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     _cap_address_space(limits.memory_bytes)
     cpu_per_item = max(1, math.ceil(limits.item_seconds))
+    # Only the soft limit moves: raising a hard limit needs CAP_SYS_RESOURCE, so an
+    # unprivileged child that raised it per item died (as if over budget) at the first item
+    # after its first second of CPU. SIGXCPU at the soft limit ends the child (SIG_DFL).
+    _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
     for item in items[start:]:
         used = resource.getrusage(resource.RUSAGE_SELF)
-        spent = math.ceil(used.ru_utime + used.ru_stime)
-        resource.setrlimit(resource.RLIMIT_CPU, (spent + cpu_per_item, spent + cpu_per_item + 1))
+        soft = math.ceil(used.ru_utime + used.ru_stime) + cpu_per_item
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
         try:
             outcome = Outcome(True, value=function(item))
         except MemoryError:

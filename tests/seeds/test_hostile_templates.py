@@ -7,6 +7,7 @@ catches unbounded work (the figures themselves are in bench/seeds_hostile.py).
 from __future__ import annotations
 
 import mmap
+import resource
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -202,6 +203,28 @@ def test_runner_reports_recursion_errors_and_cpu_spins() -> None:
     assert not spin.ok
     assert "took longer" in spin.problem or "CPU" in spin.problem
     assert fail.problem == "KeyError: 'x'"
+
+
+def _busy(seconds: float) -> tuple[int, int]:
+    """Spend `seconds` of CPU, then say what CPU limits the child runs under."""
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    return resource.getrlimit(resource.RLIMIT_CPU)
+
+
+@pytest.mark.usefixtures("ceiling")
+def test_runner_keeps_going_past_the_childs_first_seconds_of_cpu() -> None:
+    # Items of 0.1 s each: the child crosses 1 and 2 s of CPU in all. The per-item CPU limit
+    # must move only its soft value: an unprivileged process may not raise a hard limit, so a
+    # child that did died at the first item past a whole second, reported as over budget.
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    outcomes = bounded.run_each(_busy, [0.1] * 25, bounded.Limits(item_seconds=2, batch_seconds=60))
+    assert [o.problem for o in outcomes if not o.ok] == []
+    assert {o.value[1] for o in outcomes} == {hard}
+    softs = [o.value[0] for o in outcomes]
+    assert softs == sorted(softs)
+    assert softs[-1] > softs[0]
 
 
 def _children() -> set[str]:
