@@ -16,7 +16,9 @@ What it does, in one run on one machine:
      memory_messagepiece itself and rolled back (its indexes at its current size, no app
      logic): the raw COPY rate of this machine at this size, measured under the same load;
    - the busy core time of the whole machine (/proc/stat) during both, per piece and per
-     request: what ingestion costs in cores, for docs/sizing.md.
+     request: what ingestion costs in cores, for docs/sizing.md; for batches also the part
+     of it spent by PostgreSQL's processes and by gunicorn's (/proc/<pid>/stat), since the
+     app tier scales out onto other machines and the primary database does not.
 3. Fills the database up to `--large` (10M) stored pieces with COPY (bench/pages.py's loader:
    conversations, pieces, attack results, scores), ANALYZE, and measures both again; with
    `--large-from DB` (what `make bench` does) it measures on a file copy of DB instead, the
@@ -255,17 +257,53 @@ def busy_cpu_seconds() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
+def process_cpu_seconds(app_pid: int) -> tuple[dict[int, float], dict[int, float]]:
+    """CPU seconds so far of each PostgreSQL process on this machine and of each process of
+    the gunicorn whose master is `app_pid` (the master and its workers), from /proc/<pid>/stat.
+
+    Empty for PostgreSQL when the server runs elsewhere. A process that ends between two
+    readings loses its time, one that starts counts from zero: connections here last the run.
+    """
+    database: dict[int, float] = {}
+    app: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as stat:
+                line = stat.read()
+        except OSError:  # ended while listed
+            continue
+        comm = line[line.index("(") + 1 : line.rindex(")")]
+        # After the command: state, ppid, ... utime and stime are fields 14 and 15 of stat(5).
+        rest = line[line.rindex(")") + 2 :].split()
+        seconds = (int(rest[11]) + int(rest[12])) / tick
+        if comm == "postgres":
+            database[int(name)] = seconds
+        elif int(name) == app_pid or int(rest[1]) == app_pid:
+            app[int(name)] = seconds
+    return database, app
+
+
+def _spent(before: dict[int, float], after: dict[int, float]) -> float:
+    return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
+
+
 @dataclass
 class Posted:
-    """What one post_all call did: wall seconds, items stored, busy core-seconds."""
+    """What one post_all call did: wall seconds, items stored, busy core-seconds of the
+    machine, and of those the core-seconds of PostgreSQL and of the app (gunicorn)."""
 
     seconds: float
     stored: int
     cpu: float
+    database_cpu: float
+    app_cpu: float
 
 
-def post_all(port: int, key: str, bodies: Sequence[bytes], clients: int) -> Posted:
-    """POST every body to /api/v1/ingest/ from `clients` keep-alive connections.
+def post_all(site: Site, bodies: Sequence[bytes], clients: int) -> Posted:
+    """POST every body to the site's /api/v1/ingest/ from `clients` keep-alive connections.
 
     Any non-200 answer or rejected item aborts the run.
     """
@@ -274,7 +312,8 @@ def post_all(port: int, key: str, bodies: Sequence[bytes], clients: int) -> Post
         work.put(body)
     stored = [0] * clients
     errors: list[str] = []
-    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    port, app_pid = site.server.port, site.server.process.pid
+    headers = {"Authorization": f"Bearer {site.key}", "Content-Type": "application/json"}
 
     def worker(slot: int) -> None:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
@@ -293,15 +332,19 @@ def post_all(port: int, key: str, bodies: Sequence[bytes], clients: int) -> Post
         conn.close()
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    database, app = process_cpu_seconds(app_pid)
     start, start_cpu = time.perf_counter(), busy_cpu_seconds()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     elapsed, cpu = time.perf_counter() - start, busy_cpu_seconds() - start_cpu
+    database_after, app_after = process_cpu_seconds(app_pid)
     if errors:
         raise SystemExit(f"ingest failed: {errors[0]}")
-    return Posted(elapsed, sum(stored), cpu)
+    return Posted(
+        elapsed, sum(stored), cpu, _spent(database, database_after), _spent(app, app_after)
+    )
 
 
 def single_message_bodies(factory: PieceFactory, n: int) -> list[bytes]:
@@ -345,7 +388,7 @@ def single_rates(
         for i, (site, requests) in enumerate(zip(sites, bodies, strict=True)):
             size = max(1, len(requests) // bursts)
             chunk = requests[b * size : (b + 1) * size]
-            posted = post_all(site.server.port, site.key, chunk, args.clients)
+            posted = post_all(site, chunk, args.clients)
             if posted.stored != len(chunk):
                 raise SystemExit(f"single-message requests stored {posted.stored} of {len(chunk)}")
             rate = posted.stored / posted.seconds
@@ -515,14 +558,24 @@ def clone_database(url: str, source: str) -> str:
     return copy_url
 
 
-def batch_rate(
-    args: argparse.Namespace, site: Site, pieces: Sequence[dict[str, Any]]
-) -> tuple[float, float, float]:
-    """(HTTP batch pieces/s, raw COPY rows/s, core-µs per batch-ingested piece) over the same
-    rows, alternating in rounds so that load from anything else on the machine weighs on both
-    alike."""
+@dataclass
+class BatchRate:
+    """What the batch rounds measured at one size: HTTP pieces/s, raw COPY rows/s, and the busy
+    core-µs per batch-ingested piece of the whole machine and, of those, of PostgreSQL's
+    processes and of gunicorn's."""
+
+    pieces_per_s: float
+    copy_rows_per_s: float
+    core_us: float
+    database_us: float
+    app_us: float
+
+
+def batch_rate(args: argparse.Namespace, site: Site, pieces: Sequence[dict[str, Any]]) -> BatchRate:
+    """The batch rates over the same rows, HTTP and raw COPY alternating in rounds so that
+    load from anything else on the machine weighs on both alike."""
     baseline = CopyBaseline(site.url)
-    http_seconds = copy_seconds = cpu = 0.0
+    http_seconds = copy_seconds = cpu = database_cpu = app_cpu = 0.0
     stored = copied = 0
     rounds = max(1, args.rounds)
     per_round = -(-len(pieces) // rounds)
@@ -531,16 +584,22 @@ def batch_rate(
         seconds, rows = baseline.copy(chunk)
         copy_seconds += seconds
         copied += rows
-        posted = post_all(
-            site.server.port, site.key, batch_bodies(chunk, args.batch_size), args.clients
-        )
+        posted = post_all(site, batch_bodies(chunk, args.batch_size), args.clients)
         http_seconds += posted.seconds
         stored += posted.stored
         cpu += posted.cpu
+        database_cpu += posted.database_cpu
+        app_cpu += posted.app_cpu
     baseline.close()
     if stored != len(pieces) or copied != len(pieces):
         raise SystemExit(f"stored {stored} and copied {copied} of {len(pieces)} pieces")
-    return stored / http_seconds, copied / copy_seconds, cpu * 1e6 / stored
+    return BatchRate(
+        stored / http_seconds,
+        copied / copy_seconds,
+        cpu * 1e6 / stored,
+        database_cpu * 1e6 / stored,
+        app_cpu * 1e6 / stored,
+    )
 
 
 # --- main ----------------------------------------------------------------------------------
@@ -549,14 +608,12 @@ def batch_rate(
 @dataclass
 class Rates:
     """What one size measured: stored pieces, single-message requests/s and core-ms per
-    request, batch pieces/s, COPY rows/s, core-µs per batch-ingested piece."""
+    request, and the batch rates."""
 
     at: int
     single: float
     single_cpu: float
-    batch: float
-    copy: float
-    batch_cpu: float
+    batch: BatchRate
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -600,7 +657,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         servers.append(start_server(env, args.port, args.workers))
         small_site = Site(url, key, servers[-1])
-        post_all(args.port, key, bodies_small, args.clients)
+        post_all(small_site, bodies_small, args.clients)
         at_small = stored_pieces(url)
         if args.large_from:
             # Both sizes exist at once (the large one a copy of another database): their
@@ -621,8 +678,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(f"measuring at {at_small:,} stored pieces ...", flush=True)
             singles = single_rates(args, [small_site], [single["small"]])
-        batch, copy, batch_cpu = batch_rate(args, small_site, measured["small"])
-        results["small"] = Rates(at_small, *singles[0], batch, copy, batch_cpu)
+        batch = batch_rate(args, small_site, measured["small"])
+        results["small"] = Rates(at_small, *singles[0], batch)
         if not args.large_from:
             servers.pop().stop()
             target = args.large - stored_pieces(url) - args.pieces - args.single_requests
@@ -634,17 +691,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"measuring at {at_large:,} stored pieces ...", flush=True)
             warn_if_undersized(url)
             singles.extend(single_rates(args, [large_site], [single["large"]]))
-        batch, copy, batch_cpu = batch_rate(args, large_site, measured["large"])
-        results["large"] = Rates(at_large, *singles[-1], batch, copy, batch_cpu)
+        batch = batch_rate(args, large_site, measured["large"])
+        results["large"] = Rates(at_large, *singles[-1], batch)
     finally:
         for server in servers:
             server.stop()
 
     small, large = results["small"], results["large"]
-    ratio = min(small.batch / small.copy, large.batch / large.copy)
+    ratio = min(r.batch.pieces_per_s / r.batch.copy_rows_per_s for r in (small, large))
     single_flat = large.single / small.single
-    batch_flat = large.batch / small.batch
-    worst_batch = min(small.batch, large.batch)
+    batch_flat = large.batch.pieces_per_s / small.batch.pieces_per_s
+    worst_batch = min(small.batch.pieces_per_s, large.batch.pieces_per_s)
     worst_single = min(small.single, large.single)
 
     def line(label: str, value: str) -> None:
@@ -654,8 +711,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     line("measure", "value")
     print("-" * 75)
     for r in (small, large):
-        line(f"raw COPY into memory_messagepiece at {r.at:,} pieces", f"{r.copy:,.0f} /s")
-        line(f"HTTP batch ingest at {r.at:,} stored pieces", f"{r.batch:,.0f} /s")
+        copy_rate, http_rate = r.batch.copy_rows_per_s, r.batch.pieces_per_s
+        line(f"raw COPY into memory_messagepiece at {r.at:,} pieces", f"{copy_rate:,.0f} /s")
+        line(f"HTTP batch ingest at {r.at:,} stored pieces", f"{http_rate:,.0f} /s")
     print(
         f"  ({args.batch_size} pieces per request, {args.clients} clients, {args.workers} workers)"
     )
@@ -670,10 +728,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"  (one message per request, {args.clients} clients; best of {args.bursts} bursts)")
     line("single-message rate, large / small (budget >= 80%)", f"{single_flat:.1%}")
     # Sizing (docs/sizing.md): what a piece costs in busy core time, every process counted.
-    batch_cpu = max(small.batch_cpu, large.batch_cpu)
+    costly = max(small, large, key=lambda r: r.batch.core_us).batch
+    batch_cpu = costly.core_us
     single_cpu = max(small.single_cpu, large.single_cpu)
     line("batch ingest: core-µs per piece (server + database)", f"{batch_cpu:,.0f}")
     line("  pieces/s per busy core", f"{1e6 / batch_cpu:,.0f}")
+    # Where a piece's core time goes: the app tier scales out onto more machines, the primary
+    # database does not, so its share sets what one database machine can take.
+    line(
+        "  of which PostgreSQL / gunicorn (core-µs)",
+        f"{costly.database_us:,.0f} / {costly.app_us:,.0f}",
+    )
+    if costly.database_us > 0:
+        line(
+            "  pieces/s per database core, gunicorn on other machines",
+            f"{1e6 / costly.database_us:,.0f}",
+        )
     line("single messages: core-ms per request", f"{single_cpu:,.2f}")
     line("  requests/s per busy core", f"{1000 / single_cpu:,.0f}")
     cores = TARGET_BATCH_PIECES_PER_S * batch_cpu / 1e6
