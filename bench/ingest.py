@@ -741,7 +741,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if costly.database_us > 0:
         line(
-            "  pieces/s per database core, gunicorn on other machines",
+            "  pieces/s per busy database core (gunicorn elsewhere)",
             f"{1e6 / costly.database_us:,.0f}",
         )
     line("single messages: core-ms per request", f"{single_cpu:,.2f}")
