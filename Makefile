@@ -54,7 +54,9 @@ check: $(STAMP) lint typecheck
 # Every bench/*.py script against PostgreSQL (each recreates its own scratch database, whose
 # name must start with "bench"); all run, and the target fails if any missed its budget.
 # bench/pages.py goes first and loads 10M pieces into <db>_pages; bench/ingest.py then measures
-# its large size on a file copy of that database instead of loading 10M pieces again.
+# its large size on a file copy of that database instead of loading 10M pieces again. Both
+# 10M databases (about 26 GB) are dropped at the end unless BENCH_KEEP=1 (to rerun
+# bench/ingest.py --large-from <db>_pages without loading again).
 BENCH_URL ?= postgres://postgres@127.0.0.1:5432/bench
 bench: $(STAMP)
 	@status=0; url="$${DATABASE_URL:-$(BENCH_URL)}"; db="$${url##*/}"; \
@@ -66,7 +68,11 @@ bench: $(STAMP)
 		case $$f in bench/pages.py|bench/ingest.py|bench/_common.py) continue;; esac; \
 		echo "== $$f"; \
 		DATABASE_URL="$$url" $(PY) $$f || status=1; \
-	done; exit $$status
+	done; \
+	if [ -z "$$BENCH_KEEP" ]; then \
+		echo "== dropping the 10M databases (BENCH_KEEP=1 keeps them)"; \
+		$(PY) bench/_common.py drop "$${url}_pages" "$${url}_large" || status=1; \
+	fi; exit $$status
 
 clean:
 	rm -rf $(VENV) var .pytest_cache

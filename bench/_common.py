@@ -45,18 +45,24 @@ WORDS = [
 ]
 
 
+def _scratch(url: str) -> tuple[str, str]:
+    """(the server's `postgres` database URL, the scratch database's name) for `url`; refuses
+    a database whose name does not start with "bench"."""
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/")
+    if not name.startswith("bench"):
+        raise SystemExit(
+            f"Refusing to drop or recreate {name!r}: a bench database's name starts with 'bench'."
+        )
+    return urlunsplit(parts._replace(path="/postgres")), name
+
+
 def recreate_database(url: str, template: str | None = None) -> None:
     """Drop and create the scratch database named in `url` (refuses other names); with
     `template`, as a file copy of that database (whose sessions are ended first)."""
     import psycopg  # only the benchmarks need it
 
-    parts = urlsplit(url)
-    name = parts.path.lstrip("/")
-    if not name.startswith("bench"):
-        raise SystemExit(
-            f"Refusing to recreate {name!r}: the bench database name must start with 'bench'."
-        )
-    admin = urlunsplit(parts._replace(path="/postgres"))
+    admin, name = _scratch(url)
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ANY(%s)",
@@ -67,6 +73,18 @@ def recreate_database(url: str, template: str | None = None) -> None:
             conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}" STRATEGY FILE_COPY')
         else:
             conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def drop_database(url: str) -> None:
+    """Drop the scratch database named in `url` if it exists (refuses other names)."""
+    import psycopg
+
+    admin, name = _scratch(url)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
+        )
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
 
 
 def django_on_scratch_database(script: str) -> None:
@@ -117,3 +135,13 @@ def shared_buffers_bytes(url: str) -> int:
             "WHERE name = 'shared_buffers'"
         ).fetchone()
     return int(row[0]) if row else 0
+
+
+if __name__ == "__main__":
+    # `python bench/_common.py drop URL...`: what `make bench` runs at the end, so that its
+    # 10M-piece databases (about 13 GB each) do not stay behind.
+    if sys.argv[1:2] != ["drop"]:
+        raise SystemExit("usage: python bench/_common.py drop DATABASE_URL...")
+    for scratch_url in sys.argv[2:]:
+        drop_database(scratch_url)
+        print(f"dropped {urlsplit(scratch_url).path.lstrip('/')}")
