@@ -5,7 +5,11 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 # Run as `python bench/<script>.py`: the project's pure modules (memory.shapes) are importable.
@@ -57,6 +61,15 @@ def _scratch(url: str) -> tuple[str, str]:
     return urlunsplit(parts._replace(path="/postgres")), name
 
 
+def _drop(conn: psycopg.Connection[Any], name: str, *others: str) -> None:
+    """End the sessions on database `name` (and on `others`), then drop `name` if it exists."""
+    conn.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ANY(%s)",
+        ([name, *others],),
+    )
+    conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+
+
 def recreate_database(url: str, template: str | None = None) -> None:
     """Drop and create the scratch database named in `url` (refuses other names); with
     `template`, as a file copy of that database (whose sessions are ended first)."""
@@ -64,11 +77,7 @@ def recreate_database(url: str, template: str | None = None) -> None:
 
     admin, name = _scratch(url)
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ANY(%s)",
-            ([name, template] if template else [name],),
-        )
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        _drop(conn, name, *([template] if template else []))
         if template:
             conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}" STRATEGY FILE_COPY')
         else:
@@ -81,10 +90,7 @@ def drop_database(url: str) -> None:
 
     admin, name = _scratch(url)
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,)
-        )
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        _drop(conn, name)
 
 
 def django_on_scratch_database(script: str) -> None:
