@@ -118,14 +118,23 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 
+# Prepared statements for what every API request and ingested message runs
+# (redteam.common.dbutil.prepared_statements). Behind PgBouncer in transaction pooling, they
+# need PgBouncer 1.21 or later with max_prepared_statements set; turn them off otherwise.
+DATABASE_PREPARED_STATEMENTS: bool = env.bool("DATABASE_PREPARED_STATEMENTS", default=True)
+
 # PostgreSQL settings for the app's sessions (DATABASE_SESSION_SETTINGS, comma-separated
 # name=value; empty: the server's own). Every page reads a keyset range bounded by its page
 # size, so the planner's whole-table cost estimates mislead two features at 10M pieces:
 # parallel workers (full-text search: 15 ms serial, 50 ms with two workers starting) and JIT
 # compilation (the review queues' bounded counts: 15 ms of execution, 267 ms compiling).
+# The only prepared statements are the key lookups and writes of DATABASE_PREPARED_STATEMENTS,
+# so they always take their generic plan: left to choose, PostgreSQL planned the stored-piece
+# lookup again on every request, its generic plan costed for ten ids where one was sent.
 # Behind PgBouncer, which does not pass startup options, set them on the role instead.
 DATABASE_SESSION_SETTINGS = env.list(
-    "DATABASE_SESSION_SETTINGS", default=["jit=off", "max_parallel_workers_per_gather=0"]
+    "DATABASE_SESSION_SETTINGS",
+    default=["jit=off", "max_parallel_workers_per_gather=0", "plan_cache_mode=force_generic_plan"],
 )
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from django.conf import settings
 from django.db import connections, models
 
 M = TypeVar("M", bound=models.Model)
@@ -26,6 +28,52 @@ def lift_sqlite_variable_limit(alias: str) -> None:
     limit = connection.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
     if limit > (connection.features.max_query_params or 0):
         connection.features.max_query_params = limit
+
+
+# Inside prepared_statements(): a statement's second run in a session is prepared, and every
+# later run reuses the prepared statement.
+PREPARE_THRESHOLD = 1
+
+
+@contextmanager
+def prepared_statements(alias: str) -> Iterator[None]:
+    """Run the statements of the block as prepared statements on PostgreSQL (database `alias`),
+    when DATABASE_PREPARED_STATEMENTS is on.
+
+    For the statements every API request and every ingested message runs (the key lookup, the
+    stored-piece lookup, the inserts and the conversation update): planning them cost
+    PostgreSQL several times what executing them did. A prepared statement is planned once
+    per session, then its generic plan is reused. These statements look rows up by key, so
+    a generic plan is as good as one made for the values.
+
+    Everything else keeps the driver's defaults (values bound client-side, never prepared):
+    a review page filters on skewed values (a rare role, a media type) whose partial indexes
+    a generic plan cannot use, so its statements are planned for their values every time.
+    """
+    connection = connections[alias]
+    if connection.vendor != "postgresql" or not settings.DATABASE_PREPARED_STATEMENTS:
+        yield
+        return
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    connection.ensure_connection()
+    driver, features = connection.connection, connection.features.__dict__
+    saved = driver.cursor_factory, driver.prepare_threshold
+    saved_binding = features.get("uses_server_side_binding")
+    # Prepared statements need values bound by the server, so the block's cursors do that.
+    driver.cursor_factory, driver.prepare_threshold = ServerBindingCursor, PREPARE_THRESHOLD
+    # And Django is told so (a cached property of the connection's features), so the SQL it
+    # logs and tests capture is composed from the values: psycopg keeps no query text for a
+    # statement run prepared.
+    features["uses_server_side_binding"] = True
+    try:
+        yield
+    finally:
+        driver.cursor_factory, driver.prepare_threshold = saved
+        if saved_binding is None:
+            features.pop("uses_server_side_binding", None)
+        else:
+            features["uses_server_side_binding"] = saved_binding
 
 
 def columns_sql(model: type[models.Model], table_alias: str, alias: str) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, transaction
 
 from memory.services import (
     store_attack_results,
@@ -28,6 +28,7 @@ from memory.services import (
 )
 from memory.store_scores import store_scores
 from redteam.common.access import Writer
+from redteam.common.dbutil import prepared_statements
 from redteam.common.typing import User
 from redteam.core.jsonguard import item_problem, quoted
 from redteam.core.outcomes import FieldError, ItemOutcome
@@ -248,7 +249,8 @@ def ingest_batch(
     outcomes: list[ItemOutcome] = []
     rolled_back = False
     try:
-        with transaction.atomic():
+        # Every statement of an ingest looks rows up by key or writes them: prepared.
+        with prepared_statements(DEFAULT_DB_ALIAS), transaction.atomic():
             for kind in INGEST_KINDS:
                 if lists.get(kind):
                     outcomes.extend(store_items(kind, lists[kind], writer=writer))

@@ -1,4 +1,5 @@
-"""The app's PostgreSQL sessions run without JIT and parallel query (DATABASE_SESSION_SETTINGS)."""
+"""The app's PostgreSQL sessions run without JIT and parallel query, and their prepared
+statements on generic plans (DATABASE_SESSION_SETTINGS)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tests.conftest import REPO_ROOT
 
 
 @pytest.mark.django_db
-def test_app_sessions_plan_without_jit_or_parallel_workers() -> None:
+def test_app_sessions_plan_without_jit_or_parallel_workers_and_generic_prepared() -> None:
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL session settings")
     with connection.cursor() as cursor:
@@ -22,6 +23,8 @@ def test_app_sessions_plan_without_jit_or_parallel_workers() -> None:
         assert cursor.fetchone() == ("0",)
         cursor.execute("SHOW jit")
         assert cursor.fetchone() == ("off",)
+        cursor.execute("SHOW plan_cache_mode")
+        assert cursor.fetchone() == ("force_generic_plan",)
 
 
 def _database_settings(**env: str) -> dict[str, object]:
@@ -52,7 +55,10 @@ def test_the_setting_joins_options_from_the_url_on_primary_and_replicas() -> Non
     assert options["default"] == {"options": "-c statement_timeout=5000 -c jit=off -c work_mem=8MB"}
     assert options["replica1"] == {"options": "-c jit=off -c work_mem=8MB"}
     defaults = _database_settings(DATABASE_URL="postgres://u@db:5432/main")
-    assert defaults["default"] == {"options": "-c jit=off -c max_parallel_workers_per_gather=0"}
+    assert defaults["default"] == {
+        "options": "-c jit=off -c max_parallel_workers_per_gather=0 "
+        "-c plan_cache_mode=force_generic_plan"
+    }
 
 
 def test_empty_leaves_the_server_setting_and_sqlite_is_untouched() -> None:
