@@ -10,6 +10,7 @@ update, and cannot deadlock.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
@@ -97,6 +98,30 @@ def lock_conversations(
     return {c.pk: c for c in query}
 
 
+@functools.cache
+def _stored_pieces_select(alias: str) -> str:
+    """The SELECT list and FROM of stored_pieces_statement (built once per process and
+    database): the piece's columns in field order, then its conversation's operation.
+
+    The operation is a subquery run for each row found: a join let the planner hash the whole
+    conversation table before finding that no piece matched (a new batch's case).
+    """
+    return (
+        f"SELECT {columns_sql(MessagePiece, 'p', alias)}, (SELECT c.operation_id "
+        "FROM memory_conversation c WHERE c.conversation_id = p.conversation_id) "
+        "FROM memory_messagepiece p WHERE "
+    )
+
+
+@functools.cache
+def _array_condition(alias: str, name: str) -> str:
+    """``p.column = ANY(%s::type[])`` for the piece field `name` (PostgreSQL; built once)."""
+    field = MessagePiece._meta.get_field(name)
+    assert isinstance(field, models.Field)
+    column = f"p.{quoted_column(MessagePiece, name, alias)}"
+    return f"{column} = ANY(%s::{field.db_type(connections[alias])}[])"
+
+
 def stored_pieces_statement(
     ids: Iterable[Any], conversation_ids: Iterable[str], sequences: Iterable[int], alias: str
 ) -> tuple[str, list[Any]]:
@@ -118,27 +143,21 @@ def stored_pieces_statement(
         conversation.get_db_prep_value(c, connection) for c in sorted(set(conversation_ids))
     ]
     places = sorted(set(sequences))
-    # The operation is a subquery run for each row found: a join let the planner hash the
-    # whole conversation table before finding that no piece matched (a new batch's case).
-    select = (
-        f"SELECT {columns_sql(MessagePiece, 'p', alias)}, (SELECT c.operation_id "
-        "FROM memory_conversation c WHERE c.conversation_id = p.conversation_id) "
-        "FROM memory_messagepiece p WHERE "
-    )
+    select = _stored_pieces_select(alias)
     parts: list[str] = []
     params: list[Any] = []
     arrays = connection.vendor == "postgresql"
 
     def one_of(name: str, values: list[Any]) -> str:
-        column = f"p.{quoted_column(MessagePiece, name, alias)}"
         # PostgreSQL: one array parameter, so the statement's text is the same for every
-        # batch (the driver parses it once, not once per thousand placeholders), sent as
-        # the array's text (the driver's array adapter quotes element by element in Python).
+        # batch (the driver parses it once, not once per thousand placeholders, and it is
+        # prepared once: redteam.common.dbutil.prepared_statements), sent as the array's
+        # text (the driver's array adapter quotes element by element in Python).
         if arrays:
             params.append(array_literal(values))
-            field = MessagePiece._meta.get_field(name)
-            return f"{column} = ANY(%s::{field.db_type(connection)}[])"
+            return _array_condition(alias, name)
         params.extend(values)
+        column = f"p.{quoted_column(MessagePiece, name, alias)}"
         return f"{column} IN ({', '.join(['%s'] * len(values))})"
 
     if keys:
