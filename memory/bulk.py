@@ -431,16 +431,82 @@ def insert_or_lock(model: type[models.Model], objs: Sequence[models.Model]) -> l
     if not objs:
         return []
     alias = router.db_for_write(model)
-    connection = connections[alias]
-    meta = model._meta
-    pk = meta.pk
-    assert pk is not None
-    if connection.vendor != "postgresql":
+    if connections[alias].vendor != "postgresql":
         bulk_insert(model, objs, ignore_conflicts=True)
         wanted = [obj.pk for obj in objs]
         found = model._default_manager.using(alias).in_bulk(wanted)
         return [found[k] for k in wanted if k in found]
-    sql, params = _insert_sql(model, objs, alias, ignore=True)
+    return _upsert_returning(model, alias, *_insert_sql(model, objs, alias, ignore=True))
+
+
+def insert_keys_or_lock(model: type[models.Model], keys: Sequence[Any]) -> list[Any]:
+    """insert_or_lock for rows given by their primary key alone: a new key gets a row of the
+    model's defaults (a conversation stub), a stored one is locked and read, in the order given.
+
+    On PostgreSQL, when no default is computed per row (_same_defaults), the defaults are
+    prepared once and every key shares them: a batch's hundreds of stubs cost one model
+    instance and one row of field preparation, not one each.
+    """
+    if not keys:
+        return []
+    alias = router.db_for_write(model)
+    pk = model._meta.pk
+    assert pk is not None
+    # One key (a single message's conversation) keeps the one-row statement.
+    if len(keys) > 1 and connections[alias].vendor == "postgresql" and _same_defaults(model):
+        statement = _shared_defaults_insert(model, alias, keys)
+        if statement is not None:
+            return _upsert_returning(model, alias, *statement)
+    return insert_or_lock(model, [model(**{pk.attname: k}) for k in keys])
+
+
+def _shared_defaults_insert(
+    model: type[models.Model], alias: str, keys: Sequence[Any]
+) -> tuple[str, tuple[str]] | None:
+    """The INSERT ... ON CONFLICT DO NOTHING of one default row per key, from one _recordset
+    parameter whose rows share the defaults prepared once (PostgreSQL); None when a default
+    is an expression or has no JSON form."""
+    connection = connections[alias]
+    pk = model._meta.pk
+    assert pk is not None
+    sql = _recordset_insert(model, alias, ignore=True)
+    template = model(**{pk.attname: keys[0]})
+    model._default_manager.using(alias)._prepare_for_bulk_create([template])  # type: ignore[attr-defined]
+    values = _saved_values(model, template)
+    if sql is None or values is None:
+        return None
+    fields = _insert_fields(model)
+    forms = [(f"c{i}", _json_form(f)) for i, f in enumerate(fields)]
+    try:
+        shared = {name: form(v, connection) for (name, form), v in zip(forms, values, strict=True)}
+        name, form = forms[fields.index(pk)]
+        return sql, (_RECORDSET_JSON([{**shared, name: form(k, connection)} for k in keys]),)
+    except (TypeError, ValueError):  # _NoJsonForm is a TypeError
+        return None
+
+
+@functools.cache
+def _same_defaults(model: type[models.Model]) -> bool:
+    """True when every new row of `model` takes the same values apart from its primary key:
+    no default is computed per row (a uuid4, a counter); constants, new empty containers and
+    the clock (auto_now, stamped once per statement) are the same for each."""
+    for field in _insert_fields(model):
+        if field.primary_key or not field.has_default():
+            continue
+        if callable(field.default) and field.default not in (dict, list):
+            return False
+    return True
+
+
+def _upsert_returning(
+    model: type[models.Model], alias: str, sql: str, params: Sequence[Any]
+) -> list[Any]:
+    """Run an INSERT ... ON CONFLICT DO NOTHING of `model` as insert_or_lock's upsert, which
+    locks the stored rows and returns every row as stored (read through the model's fields)."""
+    connection = connections[alias]
+    meta = model._meta
+    pk = meta.pk
+    assert pk is not None
     quote = connection.ops.quote_name
     key = quote(str(pk.column))
     columns = ", ".join(quote(str(f.column)) for f in meta.concrete_fields)

@@ -95,7 +95,13 @@ class ParsedPiece:
 
 def piece_shape(item: Mapping[str, Any]) -> str:
     """'0.13' when any 0.13-only key is present, else '1.x'."""
-    return "0.13" if any(k in item for k in LEGACY_PIECE_ONLY) else "1.x"
+    return "1.x" if LEGACY_PIECE_ONLY.isdisjoint(item) else "0.13"
+
+
+_ALLOWED_KEYS = {
+    "0.13": frozenset(PIECE_KEYS_013) | EXTENSION_KEYS,
+    "1.x": frozenset(PIECE_KEYS_1X) | EXTENSION_KEYS,
+}
 
 
 def parse_piece(item: Any, index: int, *, prefix: str = "") -> ParsedPiece:
@@ -111,8 +117,7 @@ def parse_piece(item: Any, index: int, *, prefix: str = "") -> ParsedPiece:
     legacy = shape == "0.13"
     piece = ParsedPiece(index=index, shape=shape, errors=errors, raw_id=raw_id(item, "id"))
     r = _Reader(item, prefix, errors)
-    allowed = frozenset(PIECE_KEYS_013 if legacy else PIECE_KEYS_1X) | EXTENSION_KEYS
-    r.unknown_keys(allowed, "0.13 MessagePiece" if legacy else "MessagePiece")
+    r.unknown_keys(_ALLOWED_KEYS[shape], "0.13 MessagePiece" if legacy else "MessagePiece")
 
     piece_id = r.uuid("id", required=True, nullable=False)
     original_value = r.string("original_value", required=True, nullable=False, default="") or ""
@@ -137,7 +142,10 @@ def parse_piece(item: Any, index: int, *, prefix: str = "") -> ParsedPiece:
     else:
         converted_value = converted
     converted_type = r.choice("converted_value_data_type", PROMPT_DATA_TYPES, default=original_type)
-    original_prompt_id = r.uuid("original_prompt_id", nullable=False)
+    if piece_id is not None and item.get("original_prompt_id") == item["id"]:
+        original_prompt_id = piece_id  # a piece that is its own original: parsed once
+    else:
+        original_prompt_id = r.uuid("original_prompt_id", nullable=False)
     row: dict[str, Any] = {
         "id": piece_id,
         "conversation_id": _id_string(r, "conversation_id"),

@@ -1,7 +1,7 @@
 """Shared parts of the ingestion services: how memory kinds compare, conversation locking.
 
 Conversations are created as empty stubs and the stored ones locked in one statement
-(INSERT ... ON CONFLICT DO UPDATE ... RETURNING, memory.bulk.insert_or_lock), or with
+(INSERT ... ON CONFLICT DO UPDATE ... RETURNING, memory.bulk.insert_keys_or_lock), or with
 INSERT ... ON CONFLICT DO NOTHING then SELECT ... FOR UPDATE when the read needs more
 (PostgreSQL; SQLite serialises writers), always in primary-key order, so two batches that
 touch the same conversation serialise on its row instead of failing or losing a summary
@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from django.db import connections, models, router
 
-from memory.bulk import bulk_insert, bulk_update, insert_or_lock
+from memory.bulk import bulk_insert, bulk_update, insert_keys_or_lock
 from memory.models import Conversation, MessagePiece
 from redteam.common.dbutil import array_literal, columns_sql, model_reader, quoted_column
 from redteam.core.batch import Replay, stored_conflict
@@ -87,10 +87,10 @@ def lock_conversations(
     PostgreSQL without `annotations`, else two)."""
     ids = sorted(set(conversation_ids))
     # Sorted inserts and a sorted FOR UPDATE give every transaction the same lock order.
-    stubs = [Conversation(conversation_id=c) for c in ids]
     if not annotations:
-        # One statement: new stubs inserted, stored rows locked and read (bulk.insert_or_lock).
-        return {c.pk: c for c in insert_or_lock(Conversation, stubs)}
+        # One statement: new stubs inserted, stored rows locked and read.
+        return {c.pk: c for c in insert_keys_or_lock(Conversation, ids)}
+    stubs = [Conversation(conversation_id=c) for c in ids]
     bulk_insert(Conversation, stubs, ignore_conflicts=True)
     query = Conversation.objects.select_for_update().filter(pk__in=ids).order_by("pk")
     if annotations:

@@ -11,7 +11,7 @@ import pytest
 from django.db import DEFAULT_DB_ALIAS, connection, models
 from django.db.models.constants import OnConflict
 from django.db.models.sql import InsertQuery
-from django.test.utils import CaptureQueriesContext
+from django.test.utils import CaptureQueriesContext, isolate_apps
 
 from memory.bulk import _insert_fields, _insert_sql
 from memory.models import (
@@ -195,3 +195,66 @@ def test_array_literal_is_read_back_element_for_element(values: list[Any]) -> No
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT %s::{kind}[]", [array_literal(values)])
         assert cursor.fetchone()[0] == values
+
+
+def _every_column(conversation: Conversation) -> dict[str, Any]:
+    values = {f.attname: getattr(conversation, f.attname) for f in Conversation._meta.fields}
+    values.pop("updated_at")  # the clock of each statement
+    return values
+
+
+def test_insert_keys_or_lock_shares_prepared_defaults_and_reads_stored_rows() -> None:
+    from memory.bulk import _same_defaults, insert_keys_or_lock, insert_or_lock
+
+    [stored] = _conversations(1)
+    Conversation.objects.bulk_create([stored])
+    hostile = "stub \x00 \ufdd0 'q' {a,b} é"
+    keys = sorted([f"{hostile} 1", stored.pk, f"{hostile} 2"])
+    assert _same_defaults(Conversation)
+    with CaptureQueriesContext(connection) as queries:
+        rows = insert_keys_or_lock(Conversation, keys)
+    assert len(queries) == 1
+    assert "jsonb_to_recordset" in queries[0]["sql"]
+    assert [r.pk for r in rows] == keys  # the order given, which is the lock order
+    by_key = {r.pk: r for r in rows}
+    # The stored row comes back as it was, not overwritten by defaults.
+    assert by_key[stored.pk].labels["op"] == stored.labels["op"]
+    assert by_key[stored.pk].message_count == stored.message_count
+    # New keys get what one model instance per key gives them.
+    twins = insert_or_lock(Conversation, [Conversation(conversation_id=f"twin {k}") for k in keys])
+    twin = {t.pk: t for t in twins}[f"twin {hostile} 1"]
+    for key in (f"{hostile} 1", f"{hostile} 2"):
+        fresh = Conversation.objects.get(pk=key)
+        assert _every_column(fresh) == {**_every_column(twin), "conversation_id": key}
+        assert _every_column(by_key[key]) == _every_column(fresh)
+
+
+@isolate_apps("memory")
+def test_same_defaults_refuses_a_default_computed_per_row() -> None:
+    from memory.bulk import _same_defaults
+
+    class Shared(models.Model):
+        key = models.CharField(primary_key=True, max_length=10)
+        tags = models.JSONField(default=list)
+        count = models.IntegerField(default=0)
+        stamped = models.DateTimeField(auto_now_add=True)
+
+        class Meta:
+            app_label = "memory"
+
+        def __str__(self) -> str:
+            return self.key
+
+    class PerRow(models.Model):
+        key = models.CharField(primary_key=True, max_length=10)
+        token = models.UUIDField(default=uuid.uuid4)
+
+        class Meta:
+            app_label = "memory"
+
+        def __str__(self) -> str:
+            return self.key
+
+    assert _same_defaults(Conversation)
+    assert _same_defaults(Shared)
+    assert not _same_defaults(PerRow)

@@ -144,6 +144,8 @@ def test_missing_original_prompt_id_defaults_to_the_id() -> None:
         ({"response_error": "exploded"}, "response_error"),
         ({"id": "not-a-uuid"}, "id"),
         ({"original_prompt_id": "1234"}, "original_prompt_id"),
+        # Equal to a bad id: still named (an equal id is parsed once, a bad one not at all).
+        ({"id": "not-a-uuid", "original_prompt_id": "not-a-uuid"}, "original_prompt_id"),
         ({"id": 42}, "id"),
         ({"sequence": "1"}, "sequence"),
         ({"sequence": True}, "sequence"),
