@@ -81,10 +81,16 @@ class _Reader:
     def error(self, key: str, message: str) -> None:
         self.errors.append(FieldError(self.name(key), message))
 
+    def absent(self, key: str, *, required: bool, default: Any) -> Any:
+        """What a missing field reads as (`default`), after naming it when it is required."""
+        if required:
+            self.error(key, "This field is required.")
+        return default
+
     def raw(self, key: str, *, required: bool) -> Any:
         value = self.item.get(key, MISSING)
-        if value is MISSING and required:
-            self.error(key, "This field is required.")
+        if value is MISSING:
+            self.absent(key, required=required, default=MISSING)
         return value
 
     def string(
@@ -105,10 +111,8 @@ class _Reader:
             and (max_length is None or len(value) <= max_length)
         ):
             return value
-        if value is MISSING and required:
-            self.error(key, "This field is required.")
         if value is MISSING:
-            return default
+            return self.absent(key, required=required, default=default)
         if value is None:
             if not nullable:
                 self.error(key, "This field may not be null.")
@@ -135,9 +139,7 @@ class _Reader:
         if type(value) is str and value in choices:
             return value
         if value is MISSING:
-            if required:
-                self.error(key, "This field is required.")
-            return default
+            return self.absent(key, required=required, default=default)
         if value is None and nullable:
             return None
         if not isinstance(value, str) or value not in choices:
@@ -150,9 +152,7 @@ class _Reader:
         if type(value) is str:
             return _parse_uuid(value, self, key)
         if value is MISSING:
-            if required:
-                self.error(key, "This field is required.")
-            return None
+            return self.absent(key, required=required, default=None)
         if value is None:
             if not nullable or required:
                 self.error(key, "This field may not be null.")
@@ -167,9 +167,7 @@ class _Reader:
         if type(value) is int and bounds[0] <= value <= bounds[1]:
             return value
         if value is MISSING:
-            if required:
-                self.error(key, "This field is required.")
-            return default
+            return self.absent(key, required=required, default=default)
         if not isinstance(value, int) or isinstance(value, bool):
             self.error(key, f"Must be an integer, not {_type_name(value)}.")
             return default
@@ -181,9 +179,7 @@ class _Reader:
     def timestamp(self, key: str, *, required: bool = False) -> Any:
         value = self.item.get(key, MISSING)
         if value is MISSING:
-            if required:
-                self.error(key, "This field is required.")
-            return None
+            return self.absent(key, required=required, default=None)
         if value is None:
             self.error(key, "This field may not be null.")
             return None
