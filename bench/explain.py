@@ -7,10 +7,12 @@ What it does, in one run:
 1. (Re)creates the scratch database (its name must start with "bench"), migrates it and
    COPY-loads synthetic memory as bench/pages.py does (default 200k pieces), then makes it
    look like a mixed campaign: four operations, converter chains on user turns, a few
-   system prompts, media pieces and 0.13 pieces carrying their own identifiers. ANALYZE.
+   system prompts, media pieces, 0.13 pieces carrying their own identifiers and copied
+   conversations. ANALYZE.
 2. Takes the schema back to before migration memory 0017 (the old index sets), EXPLAINs
    every read of memory/indexplans.py's catalogue, migrates forward (0017 trimmed the piece
-   tables, 0020 the conversation table) and EXPLAINs them again.
+   tables, 0020 the conversation table, 0021 indexed original_prompt_id for copies only) and
+   EXPLAINs them again.
 3. Writes docs/indexes.md: each index kept and the reads whose plans use it, each dropped
    index and what its reads use instead, and every plan. Exit status 1 when a read's plan
    does not use the index the catalogue names for it, or an index is kept that no plan uses.
@@ -40,7 +42,8 @@ def load(pieces: int) -> None:
 
 
 def mix() -> None:
-    """Operations, converters, rare roles, media and 0.13 identifier uses, then ANALYZE."""
+    """Operations, converters, rare roles, media, 0.13 identifier uses and copies, then
+    ANALYZE."""
     from django.db import connection
 
     from memory.models import ComponentIdentifier
@@ -105,6 +108,13 @@ def mix() -> None:
                 any_identifier.hash,
                 (scorer or any_identifier).hash,
             ],
+        )
+        # One conversation in 50 is a copy (PyRIT's duplicated conversations): its pieces
+        # name another piece, not stored here, as their original.
+        cur.execute(
+            "UPDATE memory_messagepiece SET original_prompt_id = gen_random_uuid() "
+            "WHERE abs(hashtext(conversation_id)) %% 50 = 7",
+            [],
         )
         cur.execute("ANALYZE")
 
@@ -185,10 +195,12 @@ def write_doc(
         f"Database: {pieces:,} pieces COPY-loaded as `bench/pages.py` does (10-piece "
         "conversations in four operations), one piece in 100 in the 0.13 shape with its own "
         "identifiers, one in 500 a system prompt, one in 300 an image, a converter on every other "
-        f"user turn; ANALYZEd. PostgreSQL {version // 10000}.{version % 10000}, "
+        "user turn, one conversation in 50 a copy (its pieces' `original_prompt_id` names "
+        f"other pieces); ANALYZEd. PostgreSQL {version // 10000}.{version % 10000}, "
         f"{datetime.now(UTC):%Y-%m-%d}. *Before* is the schema of memory migration "
         "0016 (16 indexes on the piece table, 20 on the conversation table), *after* the "
-        "current one (0017 trimmed the piece tables, 0020 the conversation table).",
+        "current one (0017 trimmed the piece tables, 0020 the conversation table, 0021 indexed "
+        "`original_prompt_id` for copies only).",
         "",
         "## Indexes kept",
         "",
@@ -211,7 +223,7 @@ def write_doc(
                 problems.append(f"{name} is on {table} without evidence in memory/indexplans.py")
     lines += [
         "",
-        "## Indexes dropped (migrations 0017 and 0020)",
+        "## Indexes dropped (migrations 0017, 0020 and 0021)",
         "",
         "| index | definition before | why | reads whose plan used it before → index used now |",
         "|---|---|---|---|",

@@ -43,6 +43,7 @@ from memory.models import (
     ScenarioResult,
     Score,
     ScoreSource,
+    original_prompt_in,
 )
 from redteam.common.access import Scope, ScopedQuerySet, scope_for
 from redteam.common.choices import (
@@ -403,6 +404,15 @@ class PieceLabelFilter(LabelFilter):
         )
 
 
+class OriginalPromptFilter(UUIDInFilter):
+    """Pieces whose original_prompt_id is any of the given UUIDs: the originals by primary
+    key, the copies by their own index (memory.models.original_prompt_in)."""
+
+    def apply(self, qs: QuerySet[Any], value: list[Any]) -> QuerySet[Any]:
+        """original_prompt_id IN values, in the form the piece indexes serve."""
+        return qs.filter(original_prompt_in(value))
+
+
 class MessagePieceFilterSet(ScopedFilterSet):
     """Filters for /api/v1/message-pieces, after PyRIT's get_message_pieces (section 9).
 
@@ -412,7 +422,7 @@ class MessagePieceFilterSet(ScopedFilterSet):
 
     conversation_id = InFilter(field_name="conversation_id")
     id = UUIDInFilter(field_name="id")
-    original_prompt_id = UUIDInFilter(field_name="original_prompt_id")
+    original_prompt_id = OriginalPromptFilter(field_name="original_prompt_id")
     role = ChoicesFilter(field_name="role", choices=ROLE_CHOICES)
     # PyRIT's data_type / not_data_type test the converted value's type.
     data_type = ChoicesFilter(field_name="converted_value_data_type", choices=DATA_TYPE_CHOICES)

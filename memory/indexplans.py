@@ -5,7 +5,7 @@ Every index on ``memory_messagepiece`` is paid by every ingested piece, and ever
 only the indexes some page, API read or ingestion step needs. ``PIECE_READS`` and
 ``CONVERSATION_READS`` build each read the way its code path does (the same FilterSets and
 querysets, on a caller's scope) and name the index its plan must use; ``TABLES`` gives each
-table's index set; ``DROPPED`` lists the indexes removed (migrations 0017 and 0020) and why.
+table's index set; ``DROPPED`` lists the indexes removed (migrations 0017, 0020 and 0021) and why.
 
 ``bench/explain.py`` runs EXPLAIN over every read on a loaded database and writes
 docs/indexes.md; tests/memory/test_index_plans.py checks on PostgreSQL that every read's plan
@@ -29,7 +29,13 @@ from memory.filters import (
     MessagePieceFilterSet,
     ScoreFilterSet,
 )
-from memory.models import ComponentIdentifier, Conversation, MessagePiece, PieceConverter
+from memory.models import (
+    ComponentIdentifier,
+    Conversation,
+    MessagePiece,
+    PieceConverter,
+    original_prompt_in,
+)
 from memory.querysets import (
     conversations_updated_since,
     media_visible_to,
@@ -166,8 +172,17 @@ def _ingest_stored(_scope: Scope, s: Sample) -> RawQuerySet[Any]:
 
 
 def _score_ingest(_scope: Scope, s: Sample) -> QuerySet[Any]:
-    return MessagePiece.objects.filter(original_prompt_id__in=[s.prompt_id]).values_list(
+    return MessagePiece.objects.filter(original_prompt_in([s.prompt_id])).values_list(
         "original_prompt_id", "conversation__operation_id"
+    )
+
+
+def _calibration_pieces(scope: Scope, s: Sample) -> QuerySet[Any]:
+    return (
+        MessagePiece.objects.visible_to(scope)
+        .filter(original_prompt_in([s.prompt_id]))
+        .order_by("timestamp", "id")
+        .values_list("id", "original_prompt_id", "conversation_id")
     )
 
 
@@ -265,7 +280,7 @@ PIECE_READS: tuple[PieceRead, ...] = (
         "API message pieces, original_prompt_id=",
         "memory.filters.MessagePieceFilterSet (original_prompt_id)",
         _pieces_api({"original_prompt_id": ["{s.prompt_id}"]}),
-        "memory_messagepiece_original_prompt_id_3a6a01e4",
+        "piece_copy_of_idx",
     ),
     PieceRead(
         "API message pieces, converted_value_sha256=",
@@ -340,7 +355,13 @@ PIECE_READS: tuple[PieceRead, ...] = (
         "score ingest: the operation of each scored piece",
         "memory.store_scores",
         _score_ingest,
-        "memory_messagepiece_original_prompt_id_3a6a01e4",
+        "piece_copy_of_idx",
+    ),
+    PieceRead(
+        "scorer calibration: the pieces a page of disagreements points at",
+        "scoring.calibration_views._disagreement_rows",
+        _calibration_pieces,
+        "piece_copy_of_idx",
     ),
     PieceRead(
         "every piece page and export: the pieces' converter chains (prefetch)",
@@ -489,7 +510,10 @@ PIECE_INDEXES: dict[str, str] = {
     "memory_messagepiece_pkey": "primary key (id)",
     "piece_message_position": "unique (conversation_id, sequence, position)",
     "piece_time_idx": "(timestamp, id)",
-    "memory_messagepiece_original_prompt_id_3a6a01e4": "(original_prompt_id)",
+    "piece_copy_of_idx": (
+        "(original_prompt_id) WHERE it is not the piece's own id: copies; the originals are "
+        "found by primary key (memory.models.original_prompt_in), so a BitmapOr reads both"
+    ),
     "piece_csha_idx": "(converted_value_sha256)",
     "piece_search_gin": "GIN full-text document of both values, a repeated value once (0019)",
     "piece_target_idx": "(target_identifier_id) WHERE NOT NULL",
@@ -556,6 +580,10 @@ DROPPED: dict[str, str] = {
         "(piece_time_idx); replaced by the partial piece_role_rare_idx for the rare roles"
     ),
     "piece_ctype_idx": ("full index, mostly 'text': replaced by the partial piece_ctype_media_idx"),
+    "memory_messagepiece_original_prompt_id_3a6a01e4": (
+        "full index, an entry for every piece, nearly all equal to the piece's own id: "
+        "replaced by the partial piece_copy_of_idx (copies only; 0021)"
+    ),
     "memory_piececonverter_piece_id_17d1e2cf": (
         "duplicate of piece_converter_position's first column, which serves every lookup by piece"
     ),

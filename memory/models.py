@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable
 from typing import Any, Self
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
 from redteam.common.access import Scope, ScopedQuerySet
 from redteam.common.choices import (
@@ -286,6 +287,10 @@ class Conversation(models.Model):
         return str(self.conversation_id)
 
 
+# A piece that copies another (original_prompt_id names the piece it was copied from).
+COPY_OF_ANOTHER = ~Q(original_prompt_id=F("id"))
+
+
 class MessagePiece(models.Model):
     """One PyRIT MessagePiece. A Message is the pieces sharing (conversation_id, sequence)."""
 
@@ -311,7 +316,9 @@ class MessagePiece(models.Model):
     converted_value_data_type = ExactCharField(max_length=32, choices=DATA_TYPE_CHOICES)
     converted_value_sha256 = ExactCharField(max_length=64, null=True, blank=True)
     response_error = ExactCharField(max_length=16, choices=RESPONSE_ERROR_CHOICES, default="none")
-    original_prompt_id = models.UUIDField(db_index=True)
+    # Equal to the id unless the piece is a copy of another (PyRIT's duplicated
+    # conversations): only copies are indexed on it (piece_copy_of_idx; original_prompt_in).
+    original_prompt_id = models.UUIDField()
     prompt_metadata = ExactJSONField(default=dict, blank=True)
 
     # 0.12-0.14 line fields (moved to Conversation/AttackResult in 1.x).
@@ -410,10 +417,29 @@ class MessagePiece(models.Model):
                 condition=Q(converted_media__isnull=False),
                 name="piece_cmedia_idx",
             ),
+            # A piece that is its own original is found by its primary key: only copies
+            # need this entry (original_prompt_in).
+            models.Index(
+                fields=["original_prompt_id"], condition=COPY_OF_ANOTHER, name="piece_copy_of_idx"
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.conversation_id}#{self.sequence} {self.role} {self.id}"
+
+
+def original_prompt_in(ids: Iterable[uuid.UUID]) -> Q:
+    """Pieces whose original_prompt_id is one of `ids`, as the piece indexes find them.
+
+    Every piece that is not a copy carries its own id there, so only copies are indexed on
+    the column (piece_copy_of_idx): the originals are found by primary key, the copies by
+    that index. Every read by original_prompt_id goes through here; a plain
+    ``original_prompt_id__in`` would scan the table.
+    """
+    wanted = list(ids)
+    return Q(pk__in=wanted, original_prompt_id__in=wanted) | Q(
+        COPY_OF_ANOTHER, original_prompt_id__in=wanted
+    )
 
 
 class PieceConverter(models.Model):

@@ -24,6 +24,7 @@ from memory.models import (
     ScorableContent,
     Score,
     ScoreSource,
+    original_prompt_in,
 )
 from memory.ownership import NOT_WRITABLE, LabelRefused, default_operation
 from memory.parsing_pieces import ParsedScore, parse_score
@@ -140,7 +141,7 @@ def _place_scores(
     }
     piece_ops: dict[Any, set[int]] = {}
     if wanted:
-        for pid, piece_op in MessagePiece.objects.filter(original_prompt_id__in=wanted).values_list(
+        for pid, piece_op in MessagePiece.objects.filter(original_prompt_in(wanted)).values_list(
             "original_prompt_id", "conversation__operation_id"
         ):
             if piece_op is not None:

@@ -22,7 +22,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from memory.models import ComponentIdentifier, MessagePiece
+from memory.models import ComponentIdentifier, MessagePiece, original_prompt_in
 from memory.querysets import identifier_tree
 from redteam.common.access import Scope, scope_for
 from redteam.common.roles import viewer_required
@@ -340,7 +340,7 @@ def _disagreement_rows(scope: Scope, pairs: Sequence[Pair]) -> list[Disagreement
     if prompt_ids:
         for pid, prompt_id, conversation_id in (
             MessagePiece.objects.visible_to(scope)
-            .filter(original_prompt_id__in=prompt_ids)
+            .filter(original_prompt_in(prompt_ids))
             .order_by("timestamp", "id")
             .values_list("id", "original_prompt_id", "conversation_id")
         ):
