@@ -76,12 +76,21 @@ def server(served: ServedApp, tmp_path: Path) -> Iterator[Server]:
     own.kill()
 
 
+def _interruptible() -> None:
+    """In the child before exec: SIGINT back to its default. A suite started in the
+    background by a non-interactive shell inherits SIGINT ignored, and Python then installs
+    no KeyboardInterrupt handler, so the follower would never see the interruption."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _follower(command: list[str], key: str, cwd: Path, log: Path) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "PYTEST"))}
     env["REDTEAM_API_KEY"] = key
     env.pop("PYTHONPATH", None)
     with log.open("ab") as handle:
-        return subprocess.Popen(command, cwd=cwd, env=env, stderr=handle, stdout=handle)
+        return subprocess.Popen(
+            command, cwd=cwd, env=env, stderr=handle, stdout=handle, preexec_fn=_interruptible
+        )
 
 
 def _rows(path: Path, table: str, columns: str) -> dict[str, tuple[Any, ...]]:
