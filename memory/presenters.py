@@ -157,7 +157,8 @@ class MessageView:
         by the template), or its first piece's data type."""
         for pv in self.pieces:
             if pv.value.kind in _DECODABLE:
-                return " ".join(pv.piece.converted_value[: OUTLINE_PREVIEW_CHARS * 2].split())
+                text = _piece_values(pv.piece).converted
+                return " ".join(text[: OUTLINE_PREVIEW_CHARS * 2].split())
         return f"({self.pieces[0].piece.converted_value_data_type})" if self.pieces else ""
 
     @property
@@ -195,9 +196,12 @@ class TextBudget:
     decode_remaining: int = MAX_PAGE_DECODE_CHARS
     markdown_remaining: int = MAX_PAGE_MARKDOWN_CHARS
 
-    def text(self, value: str, limit: int = MAX_DISPLAY_CHARS) -> DisplayText:
-        """The value prepared for display within what is left of the budget."""
-        shown = display_text(value, limit=max(0, min(limit, self.remaining)))
+    def text(
+        self, value: str, limit: int = MAX_DISPLAY_CHARS, length: int | None = None
+    ) -> DisplayText:
+        """The value prepared for display within what is left of the budget (``length``: the
+        whole value's, when ``value`` is its start)."""
+        shown = display_text(value, limit=max(0, min(limit, self.remaining)), length=length)
         self.remaining -= shown.shown
         return shown
 
@@ -250,26 +254,63 @@ def value_view(
     value: str,
     media: MediaBlob | None,
     budget: TextBudget | None = None,
+    length: int | None = None,
 ) -> ValueView:
     """Decide how one value is rendered, by data type and the sniffed type of its bytes, with
-    its reading aids (decodings, markdown, collapse) for text."""
+    its reading aids (decodings, markdown, collapse) for text. ``length`` is the whole
+    value's when ``value`` is only its start (read cut in the database)."""
     budget = budget or TextBudget()
-    return _reading(_value_view(data_type, value, media, budget), value, budget)
+    length = len(value) if length is None else length
+    return _reading(_value_view(data_type, value, media, budget, length), value, budget)
 
 
-def _original_view(piece: MessagePiece, converted: ValueView, budget: TextBudget) -> PieceView:
+@dataclass(frozen=True)
+class _PieceValues:
+    """A piece's two values as a page reads them: each whole or its start, with its whole
+    length, and whether the two are equal."""
+
+    original: str
+    original_length: int
+    converted: str
+    converted_length: int
+    equal: bool
+
+
+def _piece_values(piece: MessagePiece) -> _PieceValues:
+    """The heads, lengths and equality memory.querysets.pieces_for_conversation computed in
+    the database (the values stay there), or a piece's whole values."""
+    read = vars(piece)  # the queryset's annotations, when it made them
+    if "converted_head" in read:
+        return _PieceValues(
+            read["original_head"],
+            read["original_length"],
+            read["converted_head"],
+            read["converted_length"],
+            read["values_equal"],
+        )
+    original, converted = piece.original_value, piece.converted_value
+    return _PieceValues(original, len(original), converted, len(converted), original == converted)
+
+
+def _original_view(
+    piece: MessagePiece, values: _PieceValues, converted: ValueView, budget: TextBudget
+) -> PieceView:
     """A converted piece: its original value, and the word diff when one reads well. The
     original's reading aids are added only where it is shown whole (no inline diff)."""
     original = _value_view(
-        piece.original_value_data_type, piece.original_value, piece.original_media, budget
+        piece.original_value_data_type,
+        values.original,
+        piece.original_media,
+        budget,
+        values.original_length,
     )
     original.key = f"{piece.id}-o"
     diff = None
     # The diff shows what the values show: none once the page's text budget is spent.
     if budget.remaining > 0 and original.kind in _DIFFABLE and converted.kind in _DIFFABLE:
-        diff = word_diff(piece.original_value, piece.converted_value)
+        diff = word_diff(values.original, values.converted)
     if diff is None or not diff.chunks:
-        _reading(original, piece.original_value, budget)
+        _reading(original, values.original, budget)
     return PieceView(
         piece=piece,
         value=converted,
@@ -280,9 +321,11 @@ def _original_view(piece: MessagePiece, converted: ValueView, budget: TextBudget
 
 
 def _value_view(
-    data_type: str, value: str, media: MediaBlob | None, budget: TextBudget
+    data_type: str, value: str, media: MediaBlob | None, budget: TextBudget, length: int
 ) -> ValueView:
-    display = budget.text
+    """The rendering of one value (``length``: the whole value's; ``value`` may be its start
+    only, and is then shown as it is, never parsed)."""
+    whole = len(value) == length
     if data_type in _MEDIA_FAMILIES or data_type == "binary_path":
         kind = data_type.removesuffix("_path")
         family = _MEDIA_FAMILIES.get(data_type)
@@ -291,33 +334,37 @@ def _value_view(
             media and family and content_type.startswith(family) and is_inline_media(content_type)
         )
         # The value is a path on the attacker's machine: shown as text, never opened.
-        return ValueView(data_type, kind, display(value), media, playable)
+        return ValueView(data_type, kind, budget.text(value, length=length), media, playable)
     if data_type in _JSON_TYPES:
         # Pretty-printing a value longer than a page shows would parse megabytes to show a prefix.
-        pretty = pretty_json(value) if len(value) <= MAX_DISPLAY_CHARS else None
-        return ValueView(data_type, "json", display(pretty if pretty is not None else value))
+        pretty = pretty_json(value) if whole and length <= MAX_DISPLAY_CHARS else None
+        if pretty is not None:
+            return ValueView(data_type, "json", budget.text(pretty))
+        return ValueView(data_type, "json", budget.text(value, length=length))
     kind = data_type if data_type in ("reasoning", "error", "url") else "text"
-    if kind in ("text", "error"):
+    if kind in ("text", "error") and whole:
         # A text or error body that is JSON (an API error, an adversarial model's reply) reads
         # better indented; one that does not parse is shown as it is.
         pretty = _pretty_if_json(value)
         if pretty is not None:
-            return ValueView(data_type, "json" if kind == "text" else kind, display(pretty))
-    return ValueView(data_type, kind, display(value))
+            return ValueView(data_type, "json" if kind == "text" else kind, budget.text(pretty))
+    return ValueView(data_type, kind, budget.text(value, length=length))
 
 
 def piece_view(piece: MessagePiece, budget: TextBudget | None = None) -> PieceView:
     """Build the display model of one piece (uses only select_related/prefetched rows)."""
     budget = budget or TextBudget()
+    values = _piece_values(piece)
     converted = value_view(
-        piece.converted_value_data_type, piece.converted_value, piece.converted_media, budget
+        piece.converted_value_data_type,
+        values.converted,
+        piece.converted_media,
+        budget,
+        values.converted_length,
     )
     converted.key = f"{piece.id}-c"
-    if (
-        piece.original_value != piece.converted_value
-        or piece.original_value_data_type != piece.converted_value_data_type
-    ):
-        return _original_view(piece, converted, budget)
+    if not values.equal or piece.original_value_data_type != piece.converted_value_data_type:
+        return _original_view(piece, values, converted, budget)
     return PieceView(
         piece=piece,
         value=converted,

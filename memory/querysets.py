@@ -15,7 +15,18 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet, Subquery, TextField
+from django.db.models import (
+    BooleanField,
+    Exists,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    TextField,
+)
 from django.db.models.functions import Cast
 
 from memory.models import (
@@ -29,7 +40,9 @@ from memory.models import (
     ScorableContent,
 )
 from redteam.common.access import Scope
+from redteam.common.fields import stored_text_head, stored_text_length
 from redteam.common.models import MediaBlob
+from redteam.core.textview import MAX_DISPLAY_CHARS
 from redteam.core.trees import (
     MAX_TREE_DEPTH,
     MAX_TREE_NODES,
@@ -98,13 +111,29 @@ def conversation_for_detail(scope: Scope) -> QuerySet[Conversation]:
 
 def pieces_for_conversation(scope: Scope, conversation_id: str) -> QuerySet[MessagePiece]:
     """A visible conversation's pieces in PyRIT order, with media, identifiers and converter
-    chains (none when the conversation is not visible)."""
+    chains (none when the conversation is not visible).
+
+    The two values are read as the page shows them, whatever their size: the first
+    MAX_DISPLAY_CHARS characters of each (``original_head``, ``converted_head``), their
+    lengths (``original_length``, ``converted_length``) and whether they are equal
+    (``values_equal``), all computed in the database; the values themselves are deferred.
+    """
     # PyRIT orders by sequence and keeps its own order inside a message: the stored position.
     # The converters are the pieces' own, visible with them.
     converters = PieceConverter.objects.select_related("identifier", "dump").order_by("position")
     return (
         MessagePiece.objects.visible_to(scope)
         .filter(conversation_id=conversation_id)
+        .defer("original_value", "converted_value")
+        .annotate(
+            original_head=stored_text_head("original_value", MAX_DISPLAY_CHARS),
+            converted_head=stored_text_head("converted_value", MAX_DISPLAY_CHARS),
+            original_length=stored_text_length("original_value"),
+            converted_length=stored_text_length("converted_value"),
+            values_equal=ExpressionWrapper(
+                Q(original_value=F("converted_value")), output_field=BooleanField()
+            ),
+        )
         .select_related(
             "original_media",
             "converted_media",

@@ -56,11 +56,12 @@ from memory.sensitive import (
 )
 from memory.views import filter_form_context
 from redteam.common.access import Scope, scope_for
+from redteam.common.fields import stored_text_head, stored_text_length
 from redteam.common.markdown import render_markdown
 from redteam.common.pagination import BadCursor, request_page
 from redteam.common.roles import viewer_required
 from redteam.common.typing import User
-from redteam.core.textview import display_text
+from redteam.core.textview import MAX_DISPLAY_CHARS, display_text
 from redteam.core.trees import TreeNode
 from scoring.forms import VerdictForm
 from scoring.human_label_views import download_links
@@ -93,6 +94,8 @@ if TYPE_CHECKING:
     pass
 
 MAX_OBJECTIVE_ATTEMPTS = 24
+# Characters of each attempt's last response the objective page shows.
+RESPONSE_CHARS = 4000
 # The "promote a piece to a seed" endpoint (POST piece_id, dataset_name, ...).
 PROMOTE_URL_NAME = "memory:promote_piece"
 PROMOTE_PERMISSION = "seeds.add_seed"
@@ -572,7 +575,23 @@ def objective_detail(request: HttpRequest, objective_sha256: str) -> HttpRespons
         .filter(objective_sha256=objective_sha256)
         .annotate(target_name=target_name())
         .select_related("operation", "last_response", "atomic_attack_identifier")
-        .defer("error_traceback", "metadata", "retry_events", "attribution_data")
+        # Every attempt holds the same objective and its own last response: the page reads
+        # the start it shows of each, and their lengths, never the whole values.
+        .defer(
+            "error_traceback",
+            "metadata",
+            "retry_events",
+            "attribution_data",
+            "objective",
+            "last_response__original_value",
+            "last_response__converted_value",
+        )
+        .annotate(
+            objective_head=stored_text_head("objective", MAX_DISPLAY_CHARS),
+            objective_length=stored_text_length("objective"),
+            response_head=stored_text_head("last_response__converted_value", RESPONSE_CHARS),
+            response_length=stored_text_length("last_response__converted_value"),
+        )
         .order_by("timestamp", "attack_result_id")[: MAX_OBJECTIVE_ATTEMPTS + 1]
     )
     if not results:
@@ -604,7 +623,9 @@ def objective_detail(request: HttpRequest, objective_sha256: str) -> HttpRespons
             human=humans.get(r.pk),
             last_score=by_id.get(r.last_score_id) if r.last_score_id else None,
             effective=effective_outcome(r.outcome, humans.get(r.pk)),
-            response=display_text(r.last_response.converted_value, limit=4000)
+            response=display_text(
+                vars(r)["response_head"], limit=RESPONSE_CHARS, length=vars(r)["response_length"]
+            )
             if r.last_response
             else None,
             response_sensitive=response_sensitivity(policy, r),
@@ -612,7 +633,9 @@ def objective_detail(request: HttpRequest, objective_sha256: str) -> HttpRespons
         for r in results
     ]
     context = {
-        "objective": display_text(results[0].objective),
+        "objective": display_text(
+            vars(results[0])["objective_head"], length=vars(results[0])["objective_length"]
+        ),
         "objective_sha256": objective_sha256,
         "attempts": attempts,
         "more": more,

@@ -13,9 +13,20 @@ from typing import Any
 
 from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Case, F, Value, When
 from django.db.models.expressions import Expression
+from django.db.models.functions import Left, Length, Replace, StrIndex
+from django.db.models.lookups import GreaterThan
 
-from redteam.core.storedtext import ESCAPE, decode_json, decode_text, encode_json, encode_text
+from redteam.core.storedtext import (
+    ESCAPE,
+    NUL_MARK,
+    decode_json,
+    decode_text,
+    decode_text_head,
+    encode_json,
+    encode_text,
+)
 
 _JSON_MARKS = (ESCAPE, "\\ufdd0", "\\uFDD0")
 
@@ -57,6 +68,35 @@ class ExactTextField(models.TextField):  # type: ignore[type-arg]
     def from_db_value(self, value: Any, expression: Expression, connection: Any) -> Any:
         """The original string."""
         return _from_db_text(value)
+
+
+class ExactTextHeadField(models.TextField):  # type: ignore[type-arg]
+    """The output of stored_text_head: the start of an ExactTextField's value, decoded."""
+
+    def from_db_value(self, value: Any, expression: Expression, connection: Any) -> Any:
+        """The start of the original string (a pair split by the cut left out)."""
+        return decode_text_head(value) if isinstance(value, str) else value
+
+
+def stored_text_head(name: str, chars: int) -> Left:
+    """At most the first `chars` characters of the ExactTextField `name`, cut in the database:
+    a page that shows the start of a value does not read megabytes of it. Read back decoded,
+    so a value holding NUL or the escape character may come back a few characters shorter."""
+    return Left(F(name), chars, output_field=ExactTextHeadField())
+
+
+def stored_text_length(name: str) -> Case:
+    """The length of the original string the ExactTextField `name` holds, computed in the
+    database: its stored length less one for each escape pair, counted only when the value
+    holds the escape character at all (pairs replaced left to right, as decode_text reads)."""
+    pairs = Replace(
+        Replace(F(name), Value(ESCAPE + ESCAPE), Value("x")), Value(ESCAPE + NUL_MARK), Value("x")
+    )
+    return Case(
+        When(GreaterThan(StrIndex(F(name), Value(ESCAPE)), 0), then=Length(pairs)),
+        default=Length(F(name)),
+        output_field=models.IntegerField(),
+    )
 
 
 class ExactJSONField(models.JSONField):

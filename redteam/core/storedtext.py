@@ -53,6 +53,18 @@ def decode_text(value: str) -> str:
     return ESCAPE.join(part.replace(_ESCAPED_NUL, "\x00") for part in value.split(_ESCAPED_ESCAPE))
 
 
+def decode_text_head(value: str) -> str:
+    """The start of the original string, from the start of a stored one cut after any
+    character: an escape pair the cut split is left out whole.
+
+    Every escape character of stored text starts a pair, so a run of them at the end is
+    whole pairs and, when odd, the first half of one more.
+    """
+    if (len(value) - len(value.rstrip(ESCAPE))) % 2:
+        value = value[:-1]
+    return decode_text(value)
+
+
 def _float_text(value: float) -> str:
     if math.isnan(value):
         return _FLOAT_TO_TEXT["NaN"]

@@ -83,13 +83,17 @@ class DisplayText:
     shown: int = 0
 
 
-def display_text(text: str, limit: int = MAX_DISPLAY_CHARS) -> DisplayText:
-    """Prepare a value for display, capped at ``limit`` characters."""
+def display_text(
+    text: str, limit: int = MAX_DISPLAY_CHARS, *, length: int | None = None
+) -> DisplayText:
+    """Prepare a value for display, capped at ``limit`` characters. ``length`` is the whole
+    value's when ``text`` is only its start (read cut from the database)."""
     shown = text[:limit]
+    length = len(text) if length is None else length
     return DisplayText(
         segments=visible_segments(shown),
-        truncated=len(text) > limit,
-        length=len(text),
+        truncated=length > len(shown),
+        length=length,
         hidden=hidden_report(shown),
         shown=len(shown),
     )

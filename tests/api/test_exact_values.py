@@ -24,10 +24,16 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 from memory.models import MessagePiece
-from redteam.common.fields import ExactCharField, ExactJSONField, ExactTextField
+from redteam.common.fields import (
+    ExactCharField,
+    ExactJSONField,
+    ExactTextField,
+    stored_text_head,
+    stored_text_length,
+)
 from redteam.common.models import Operation
 from redteam.core.digests import is_sha256
-from redteam.core.storedtext import ESCAPE, NUL_MARK
+from redteam.core.storedtext import ESCAPE, NUL_MARK, encode_text
 from tests.api.factories import attack_result, conversation, piece, score
 from tests.api.pyrit_fixtures import LINES, fixture_payload
 from tests.api.test_roundtrip import assert_api_serves_payload, read_all
@@ -566,3 +572,28 @@ def test_a_year_before_1000_reads_back_zero_padded_in_both_shapes(
         "/api/v1/message-pieces/", {"conversation_id": "early-years", "shape": "0.13"}
     ).json()
     assert legacy["results"][0]["timestamp"] == stamp.replace("Z", "+00:00")
+
+
+def test_value_heads_and_lengths_computed_in_the_database_match_the_values(
+    api: APIClient,
+) -> None:
+    # Values holding NUL, the escape character and the mark, at and around every cut below.
+    parts = ["\x00", ESCAPE, NUL_MARK, "ab", "é", ESCAPE + ESCAPE, ESCAPE + NUL_MARK]
+    values = ["", "plain"] + [
+        "".join(parts[(i * 7 + j * 3) % len(parts)] for j in range(i % 9 + 1)) for i in range(40)
+    ]
+    cid = str(uuid.uuid4())
+    rows = [piece(cid, n, text=value) for n, value in enumerate(values)]
+    assert raw_ingest(api, json.dumps({"message_pieces": rows})).json()["errors"] == 0
+    for chars in (1, 2, 3, 5, 8, 1000):
+        stored = MessagePiece.objects.filter(conversation_id=cid).annotate(
+            head=stored_text_head("original_value", chars),
+            length=stored_text_length("original_value"),
+        )
+        read = {p.sequence: (p.head, p.length) for p in stored.defer("original_value")}
+        for n, value in enumerate(values):
+            head, length = read[n]
+            assert length == len(value), (value, chars)
+            assert value.startswith(head), (value, chars)
+            encoded = min(chars, len(encode_text(value)))
+            assert len(encode_text(head)) in (encoded, encoded - 1), (value, chars)

@@ -15,6 +15,7 @@ from redteam.core.storedtext import (
     NUL_MARK,
     decode_json,
     decode_text,
+    decode_text_head,
     encode_json,
     encode_text,
 )
@@ -97,3 +98,13 @@ def test_generated_json_round_trips() -> None:
 def test_clean_json_is_not_copied() -> None:
     value = {"a": [1, 2.5, "text"], "b": {"c": None}}
     assert encode_json(value) is value
+
+
+def test_a_stored_value_cut_anywhere_decodes_to_a_start_of_the_value() -> None:
+    for value in _strings():
+        stored = encode_text(value)
+        for cut in range(len(stored) + 1):
+            head = decode_text_head(stored[:cut])
+            assert value.startswith(head), (value, cut)
+            # Only the first half of a pair the cut split is left out.
+            assert len(encode_text(head)) in (cut, cut - 1), (value, cut)

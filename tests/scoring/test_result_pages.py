@@ -13,15 +13,18 @@ from django.urls import reverse
 from memory.models import AttackResult
 from redteam.common.access import Scope, user_scope
 from redteam.common.models import Operation
+from redteam.core.textview import MAX_DISPLAY_CHARS
 from scoring.models import OutcomeTally
 from scoring.services import record_verdict
 from scoring.tallies import build_dashboard, rebuild_tallies
+from scoring.views import RESPONSE_CHARS
 from tests.memory.row_factories import (
     core_atomic_attack,
     core_converter,
     core_target,
     make_attack_result,
     make_conversation,
+    text_turns,
 )
 from tests.scoring.row_factories import make_score
 
@@ -202,6 +205,27 @@ def test_objective_page_shows_every_attempt_side_by_side(reviewer_client: Client
     assert "CrescendoAttack" in html
     assert "PromptSendingAttack" in html
     assert "diff attack vs first" in html
+
+
+def test_objective_page_reads_only_the_start_it_shows_of_long_values(
+    reviewer_client: Client,
+) -> None:
+    objective = "goal " * 30_000
+    reply = "r" * 10_000
+    result = make_attack_result(make_conversation(text_turns(2, prefix=reply)), objective=objective)
+    response = reviewer_client.get(
+        reverse("scoring:objective_detail", args=[result.objective_sha256])
+    )
+    shown = response.context["objective"]
+    assert (shown.shown, shown.length, shown.truncated) == (MAX_DISPLAY_CHARS, len(objective), True)
+    attempt = response.context["attempts"][0]
+    expected = len(f"{reply}assistant reply 1")
+    assert (attempt.response.shown, attempt.response.length) == (RESPONSE_CHARS, expected)
+    # The values themselves stayed in the database.
+    assert "objective" in attempt.result.get_deferred_fields()
+    assert {"original_value", "converted_value"} <= (
+        attempt.result.last_response.get_deferred_fields()
+    )
 
 
 def test_objective_page_404s(reviewer_client: Client) -> None:

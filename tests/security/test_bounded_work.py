@@ -11,8 +11,10 @@ MAX_RESPONSE_BYTES. Unit tests per class follow (trees, diff, collapse, ids).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -25,11 +27,13 @@ from django.test import Client
 from django.urls import resolve, reverse
 
 from memory.models import AttackResult, ComponentIdentifier
+from memory.querysets import pieces_for_conversation
 from redteam.client import path_id
+from redteam.common.access import Scope
 from redteam.common.idpath import decode_id
 from redteam.common.models import ApiKey
 from redteam.common.templatetags.display import first_items, more_count, visible
-from redteam.core.textview import MAX_STAND_INS, visible_segments, word_diff
+from redteam.core.textview import MAX_DISPLAY_CHARS, MAX_STAND_INS, visible_segments, word_diff
 from redteam.core.trees import (
     MARKER_KEY,
     MAX_TREE_DEPTH,
@@ -38,6 +42,7 @@ from redteam.core.trees import (
     tree_from_dump,
 )
 from tests.access import bind_everywhere, grant_everywhere
+from tests.memory import factories as builders
 from tests.security import hostile_payloads as hp
 
 pytestmark = pytest.mark.django_db
@@ -405,3 +410,47 @@ def test_conversation_page_shares_one_text_budget_across_its_pieces(
     assert len(html) < MAX_PAGE_TEXT_CHARS + 1_000_000
     # Pieces past the budget still appear (their place and length), not their text.
     assert html.count("Showing the first") == max(0, pieces - MAX_PAGE_TEXT_CHARS // 100_000)
+
+
+def test_conversation_page_reads_only_the_start_of_each_value(
+    reviewer: Client, api: Client
+) -> None:
+    """A value longer than a page shows stays in the database: the page reads its first
+    MAX_DISPLAY_CHARS characters, its length and whether it equals the other value."""
+    cid = f"long-values-{uuid.uuid4()}"
+    original = "word " * 60_000
+    converted = original.upper()
+    # A NUL right at the cut: its escape pair straddles the head's last stored character.
+    at_cut = "x" * (MAX_DISPLAY_CHARS - 1) + "\x00tail"
+    rows = [
+        builders.piece(
+            conversation_id=cid,
+            original_value=original,
+            converted_value=converted,
+            converted_value_sha256=hashlib.sha256(converted.encode()).hexdigest(),
+        ),
+        builders.piece(conversation_id=cid, sequence=1, role="assistant", original_value=at_cut),
+    ]
+    response = api.post("/api/v1/ingest/", json.dumps({"message_pieces": rows}), "application/json")
+    assert response.json()["stored"] == 2, response.content
+    pieces = list(pieces_for_conversation(Scope.everything_scope(), cid))
+    user, assistant = (vars(p) for p in pieces)  # the queryset's annotations
+    for p in pieces:
+        assert {"original_value", "converted_value"} <= p.get_deferred_fields()
+    for read in (user, assistant):
+        assert max(len(read["original_head"]), len(read["converted_head"])) <= MAX_DISPLAY_CHARS
+    assert (user["original_length"], user["converted_length"], user["values_equal"]) == (
+        len(original),
+        len(converted),
+        False,
+    )
+    assert user["converted_head"] == converted[:MAX_DISPLAY_CHARS]
+    assert assistant["original_head"] == "x" * (MAX_DISPLAY_CHARS - 1)
+    assert (assistant["original_length"], assistant["values_equal"]) == (len(at_cut), True)
+
+    page = reviewer.get(f"/conversations/{cid}/")
+    assert page.status_code == 200
+    notes = re.findall(r"Showing the first ([\d,]+) characters of ([\d,]+)", page.content.decode())
+    shown = [(int(a.replace(",", "")), int(b.replace(",", ""))) for a, b in notes]
+    assert (MAX_DISPLAY_CHARS, len(converted)) in shown
+    assert (MAX_DISPLAY_CHARS - 1, len(at_cut)) in shown
