@@ -13,10 +13,9 @@ from typing import Any
 
 from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Case, F, Value, When
+from django.db.models import F, Value
 from django.db.models.expressions import Expression
-from django.db.models.functions import Left, Length, Replace, StrIndex
-from django.db.models.lookups import GreaterThan
+from django.db.models.functions import Left, Length, Replace
 
 from redteam.core.storedtext import (
     ESCAPE,
@@ -85,18 +84,14 @@ def stored_text_head(name: str, chars: int) -> Left:
     return Left(F(name), chars, output_field=ExactTextHeadField())
 
 
-def stored_text_length(name: str) -> Case:
+def stored_text_length(name: str) -> Length:
     """The length of the original string the ExactTextField `name` holds, computed in the
-    database: its stored length less one for each escape pair, counted only when the value
-    holds the escape character at all (pairs replaced left to right, as decode_text reads)."""
+    database: each escape pair counted as one character (pairs replaced left to right, as
+    decode_text reads them; a value without the escape character is counted as it is)."""
     pairs = Replace(
         Replace(F(name), Value(ESCAPE + ESCAPE), Value("x")), Value(ESCAPE + NUL_MARK), Value("x")
     )
-    return Case(
-        When(GreaterThan(StrIndex(F(name), Value(ESCAPE)), 0), then=Length(pairs)),
-        default=Length(F(name)),
-        output_field=models.IntegerField(),
-    )
+    return Length(pairs, output_field=models.IntegerField())
 
 
 class ExactJSONField(models.JSONField):
