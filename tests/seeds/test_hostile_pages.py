@@ -302,6 +302,10 @@ def test_concurrent_imports_store_the_seeds_once_on_a_sqlite_file(tmp_path: Path
     connection.ensure_connection()
     target = sqlite3.connect(database)
     connection.connection.backup(target)
+    # As migrate leaves a real database file: in WAL mode already. Three connections switching a
+    # fresh file to WAL at the same instant can deadlock on the upgrade to an exclusive lock,
+    # which SQLite answers with "database is locked" without waiting on the busy timeout.
+    target.execute("PRAGMA journal_mode=WAL")
     target.close()
     prompt = tmp_path / "fresh.prompt"
     prompt.write_text("dataset_name: fresh\nseeds:\n  - value: one\n  - value: two\n")
