@@ -173,11 +173,32 @@ def _membership_sql(alias: str, *, by_key: bool) -> str:
     return _membership_select(alias, key="%s" if by_key else None, user="%s")
 
 
-def key_memberships_sql(alias: str, key: str, user: str) -> str:
-    """A scalar subquery for an outer query over API keys (`key` and `user`: its columns of
-    the key's and its user's ids): the memberships key_scope needs, as JSON text, so the
-    statement that authenticates a key brings them along (see attach_key_memberships)."""
-    rows = _membership_select(alias, key=key, user=user)
+def _key_operations_select(alias: str, *, key: str) -> str:
+    """A key's operations as a superuser's key sees them (columns: operation, role, archived):
+    every one of them as lead, membership or not; `key` is SQL for the key's id."""
+    quote = connections[alias].ops.quote_name
+    through = ApiKey.operations.through
+    operation = quoted_column(through, "operation", alias)
+    return (
+        f"SELECT ko.{operation} AS operation, '{OperationRole.LEAD.value}' AS role, "
+        f"o.{quoted_column(Operation, 'archived', alias)} AS archived "
+        f"FROM {quote(through._meta.db_table)} ko "
+        f"JOIN {quote(Operation._meta.db_table)} o "
+        f"ON o.{quoted_column(Operation, 'id', alias)} = ko.{operation} "
+        f"WHERE ko.{quoted_column(through, 'apikey', alias)} = {key}"
+    )
+
+
+def key_memberships_sql(alias: str, key: str, user: str, superuser: str) -> str:
+    """A scalar subquery for an outer query over API keys (`key`, `user`, `superuser`: its
+    columns of the key's id, its user's id and whether that user is a superuser): the scope
+    rows key_scope needs, as JSON text, so the statement that authenticates a key brings them
+    along (see attach_key_memberships). A superuser's key reads its operations as lead, as
+    _operations_scope does; anyone else's, the memberships its operations grant."""
+    rows = (
+        f"{_membership_select(alias, key=key, user=user)} AND NOT {superuser} "
+        f"UNION ALL {_key_operations_select(alias, key=key)} AND {superuser}"
+    )
     if connections[alias].vendor == "postgresql":
         return (
             "(SELECT COALESCE(json_agg(json_build_array(s.operation, s.role, s.archived)), "
@@ -284,8 +305,9 @@ def user_scope(user: User | None) -> Scope:
 
 def key_scope(api_key: ApiKey) -> Scope:
     """An API key's scope: its operations, as far as its user may still read them (one query:
-    the key's operations joined with the user's memberships; the user came with the key)."""
-    if api_key.user.is_superuser:
+    the key's operations joined with the user's memberships, or for a superuser's key the
+    key's operations; none when the key's authentication brought those rows)."""
+    if api_key.user.is_superuser and getattr(api_key, _KEY_MEMBERSHIPS_ATTR, None) is None:
         return _operations_scope(
             Operation.objects.filter(api_keys=api_key), viewer_id=api_key.user.pk
         )

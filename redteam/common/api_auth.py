@@ -95,7 +95,10 @@ def _usable_key_sql(alias: str) -> str:
         return quoted_column(model, name, alias)
 
     memberships = key_memberships_sql(
-        alias, key=f"k.{col(ApiKey, 'id')}", user=f"k.{col(ApiKey, 'user')}"
+        alias,
+        key=f"k.{col(ApiKey, 'id')}",
+        user=f"k.{col(ApiKey, 'user')}",
+        superuser=f"u.{col(user_model, 'is_superuser')}",
     )
     return (
         f"SELECT {columns_sql(ApiKey, 'k', alias)}, {columns_sql(user_model, 'u', alias)}, "

@@ -10,7 +10,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -25,6 +27,7 @@ pytestmark = pytest.mark.django_db
 
 INGEST = "/api/v1/ingest/"
 READ = "/api/schema/"  # a GET behind the read scope that needs no other app's code
+CONVERSATIONS = "/api/v1/conversations/"  # a read scoped to the key's operations
 
 
 def _fill(segment: str) -> str:
@@ -227,6 +230,52 @@ def test_the_scope_read_with_the_key_is_the_scope_queried_alone(user: User) -> N
     found = usable_key(bare_key.partition(".")[0], "198.51.100.7", timezone.now())
     assert found is not None
     assert key_scope(found[0]).roles == {}
+
+
+def test_a_superusers_key_brings_its_operations_with_its_authentication(
+    user: User, django_assert_num_queries: Any
+) -> None:
+    """A superuser's key reads every operation it names as lead, memberships or not: the
+    authenticating statement brings those rows too, so its requests run no scope query."""
+    user.is_superuser = True
+    user.save()
+    live, shelved, unnamed = (Operation.objects.create(name=n) for n in ("live", "shelved", "x"))
+    shelved.archived = True
+    shelved.save()
+    grant(user, unnamed, "reviewer")  # a membership outside the key adds nothing
+    row, key = ApiKey.objects.create_key(name="t", user=user, scopes=["read"])
+    row.operations.set([live, shelved])
+    found = usable_key(key.partition(".")[0], "198.51.100.7", timezone.now())
+    assert found is not None
+    with django_assert_num_queries(0):
+        brought = key_scope(found[0])
+    assert brought == key_scope(ApiKey.objects.select_related("user").get(pk=row.pk))
+    assert brought.roles == {live.pk: "lead", shelved.pk: "lead"}
+    assert brought.archived == frozenset({shelved.pk})
+    _, bare_key = ApiKey.objects.create_key(name="b", user=user, scopes=["read"])
+    found = usable_key(bare_key.partition(".")[0], "198.51.100.7", timezone.now())
+    assert found is not None
+    with django_assert_num_queries(0):
+        assert key_scope(found[0]).roles == {}
+
+
+def test_a_superusers_key_costs_a_read_no_more_queries_than_a_members(
+    user: User, other_user: User
+) -> None:
+    operation = Operation.objects.create(name="shared")
+    grant(user, operation, "reviewer")
+    other_user.is_superuser = True
+    other_user.save()
+    counts = []
+    for owner in (user, other_user):
+        row, key = ApiKey.objects.create_key(name="t", user=owner, scopes=["read"])
+        row.operations.set([operation])
+        client = bearer_client(key)
+        client.get(CONVERSATIONS)  # first use stamps last_used_at
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(CONVERSATIONS).status_code == 200
+        counts.append(len(queries))
+    assert counts[0] == counts[1]
 
 
 def test_create_api_key_prints_a_working_key_once(user: User, capsys: Any) -> None:
