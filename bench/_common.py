@@ -110,7 +110,13 @@ def django_on_scratch_database(script: str) -> None:
     call_command("migrate", verbosity=0)
 
 
-SERVER_SETTINGS = ("shared_buffers", "max_wal_size", "checkpoint_timeout", "wal_compression")
+SERVER_SETTINGS = (
+    "shared_buffers",
+    "max_wal_size",
+    "checkpoint_timeout",
+    "wal_compression",
+    "autovacuum",
+)
 
 
 def describe_server(url: str) -> str:

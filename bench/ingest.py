@@ -20,7 +20,7 @@ What it does, in one run on one machine:
      of it spent by PostgreSQL's processes and by gunicorn's (/proc/<pid>/stat), since the
      app tier scales out onto other machines and the primary database does not.
 3. Fills the database up to `--large` (10M) stored pieces with COPY (bench/pages.py's loader:
-   conversations, pieces, attack results, scores), ANALYZE, and measures both again; with
+   conversations, pieces, attack results, scores; VACUUM ANALYZE), and measures both again; with
    `--large-from DB` (what `make bench` does) it measures on a file copy of DB instead, the
    database bench/pages.py has just loaded with the same loader. Then both sizes exist at
    once, each served by its own gunicorn, and the single-message bursts of the two sizes take
@@ -526,6 +526,12 @@ def prewarm_indexes(url: str) -> None:
         )
 
 
+# The user whose key pushes at both sizes: an ordinary member of `bench`, not the superuser
+# bench/pages.py signs in as (the large size is a copy of its database), so that both sizes
+# authenticate and scope their requests alike.
+WRITER = "bench-writer"
+
+
 def bench_writer(env: dict[str, str]) -> str:
     """A user, the `bench` operation and an ingest API key for it; returns the key.
 
@@ -535,15 +541,16 @@ def bench_writer(env: dict[str, str]) -> str:
         env,
         "shell",
         "-c",
-        "from django.contrib.auth.models import User; User.objects.get_or_create(username='bench')",
+        "from django.contrib.auth.models import User; "
+        f"User.objects.get_or_create(username={WRITER!r})",
     )
     with psycopg.connect(env["DATABASE_URL"]) as conn:
         named = conn.execute("SELECT 1 FROM redteam_operation WHERE name = 'bench'").fetchone()
     if named is None:  # a copied database may hold it already
         manage(env, "create_operation", "bench")
-    manage(env, "grant", "--user", "bench", "--operation", "bench", "--role", "reviewer")
+    manage(env, "grant", "--user", WRITER, "--operation", "bench", "--role", "reviewer")
     return manage(
-        env, "create_api_key", "--user", "bench", "--scopes", "ingest", "--operations", "bench"
+        env, "create_api_key", "--user", WRITER, "--scopes", "ingest", "--operations", "bench"
     ).strip()
 
 
