@@ -996,7 +996,8 @@ class RedteamClient:
 
     def _request_once(
         self, method: str, path: str, body: bytes | None, headers: dict[str, str]
-    ) -> tuple[int, bytes, str]:
+    ) -> tuple[int, bytes, str, str]:
+        """(status, body, Content-Type, Location) of one request on the kept connection."""
         conn = self._connection()
         try:
             conn.request(method, self._prefix + path, body=body, headers=headers)
@@ -1008,7 +1009,12 @@ class RedteamClient:
             raise
         if response.getheader("Connection", "").lower() == "close":
             self.close()
-        return response.status, data, response.getheader("Content-Type", "")
+        return (
+            response.status,
+            data,
+            response.getheader("Content-Type", ""),
+            response.getheader("Location", ""),
+        )
 
     def request(
         self,
@@ -1037,7 +1043,9 @@ class RedteamClient:
         attempt = 0
         while True:
             try:
-                status, data, response_type = self._request_once(method, path, body, headers)
+                status, data, response_type, location = self._request_once(
+                    method, path, body, headers
+                )
             except (OSError, http.client.HTTPException) as exc:
                 if attempt >= self.max_retries:
                     raise RedteamError(
@@ -1052,6 +1060,12 @@ class RedteamClient:
                         parsed = data
                 if status in ok:
                     return status, parsed
+                if 300 <= status < 400:
+                    # Never followed: the key goes only to the URL it was given.
+                    parsed = {
+                        "detail": f"the server redirects to {location or '(no Location)'}; "
+                        "give the client that URL"
+                    }
                 if status not in RETRY_STATUSES or attempt >= self.max_retries:
                     raise RedteamHTTPError(status, parsed, method, path)
             attempt += 1
@@ -2041,8 +2055,9 @@ class MemoryFollower:
 
     def run(self, *, once: bool = False, retry_for: float | None = None) -> int:
         """Follow until interrupted (``once``: one pass). Exit status: 0 everything sent,
-        1 rows were rejected, 2 the file is missing (once), 3 the server stayed unreachable
-        for ``retry_for`` seconds (what was acknowledged is kept)."""
+        1 rows were rejected, 2 the file is missing (once) or the server's answer cannot change
+        (a refused key, a redirect, nothing at the URL), 3 the server stayed unreachable for
+        ``retry_for`` seconds (what was acknowledged is kept)."""
         delay = FOLLOW_BACKOFF_START
         failing_since: float | None = None
         while True:
@@ -2062,7 +2077,10 @@ class MemoryFollower:
                 self.sleep(self.interval)
                 continue
             except (RedteamHTTPError, RedteamError) as exc:
-                if isinstance(exc, RedteamHTTPError) and exc.status in (401, 403):
+                if isinstance(exc, RedteamHTTPError) and exc.status not in RETRY_STATUSES:
+                    # A refused key, a redirect, a URL with nothing there: asking again
+                    # cannot change the answer (a batch refused as too large or invalid was
+                    # already split down to the items, which were reported).
                     self.report(f"error: {exc}")
                     return 2
                 failing_since = failing_since if failing_since is not None else started
@@ -2231,8 +2249,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     follow.add_argument(
         "--once",
         action="store_true",
-        help="send what is new and exit (for cron): 0 all sent, 1 rows rejected, 2 no file or "
-        "bad key, 3 server unreachable for --retry-for seconds",
+        help="send what is new and exit (for cron): 0 all sent, 1 rows rejected, 2 no file, a "
+        "bad key or a wrong URL, 3 server unreachable for --retry-for seconds",
     )
     follow.add_argument(
         "--retry-for",

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import http.server
+import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -134,7 +137,7 @@ def test_network_errors_and_5xx_are_retried_idempotently(
         if failure == "reset":
             raise ConnectionResetError("connection reset by peer")
         if failure == "503":
-            return 503, b'{"detail": "busy"}', "application/json"
+            return 503, b'{"detail": "busy"}', "application/json", ""
         if failure == "after-commit":
             # The server stored the batch but the answer was lost: the retry must be a no-op.
             real(method, path, body, headers)
@@ -170,6 +173,50 @@ def test_client_errors_are_not_retried(live_server: Any) -> None:
     with pytest.raises(RedteamHTTPError) as excinfo:
         bad.push(pieces=factories.conversation_pieces(1))
     assert excinfo.value.status == 401
+    assert slept == []
+
+
+class Redirecting(http.server.BaseHTTPRequestHandler):
+    """A server that sends every request elsewhere, as one behind an http-to-https rule does."""
+
+    seen: ClassVar[list[str]] = []
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", 0))
+        self.rfile.read(length)
+        type(self).seen.append(self.path)
+        self.send_response(301)
+        self.send_header("Location", f"https://redteam.example{self.path}")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        """Quiet."""
+
+
+@pytest.fixture
+def redirecting() -> Iterator[str]:
+    """The URL of a server that answers 301 to https://redteam.example."""
+    Redirecting.seen = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirecting)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_redirect_is_named_and_neither_followed_nor_retried(redirecting: str) -> None:
+    slept: list[float] = []
+    with (
+        RedteamClient(redirecting, "abcd1234.secret", sleep=slept.append) as client,
+        pytest.raises(RedteamHTTPError) as excinfo,
+    ):
+        client.push(pieces=factories.conversation_pieces(2))
+    assert excinfo.value.status == 301
+    assert "redirects to https://redteam.example/api/v1/ingest/" in str(excinfo.value)
+    # One request, to the URL given: the key went nowhere else.
+    assert Redirecting.seen == ["/api/v1/ingest/"]
     assert slept == []
 
 

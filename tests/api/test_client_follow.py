@@ -391,6 +391,28 @@ def test_follow_command_once_prints_its_status_and_exit_status(
     assert main(argv) == 2
 
 
+def test_a_follower_given_a_wrong_url_stops_at_once_with_2(
+    live_server: Any, fixtures_dir: Path, tmp_path: Path, made: list[MemoryFollower]
+) -> None:
+    """Nothing at the URL (404) or a redirect (301) cannot change by asking again: the
+    follower, even without --once, reports it and exits 2 instead of retrying forever."""
+    path = copy_memory(fixtures_dir, "pyrit-1.1", tmp_path)
+    key = new_client(live_server.url)._api_key
+    report: list[str] = []
+    with RedteamClient(f"{live_server.url}/nothing", key, sleep=_never_sleeps) as client:
+        follower = make_follower(made, client, path, report)
+        follower.sleep = _never_sleeps
+        assert follower.run() == 2
+    assert len(report) == 1
+    assert "HTTP 404" in report[0]
+    assert MessagePiece.objects.count() == 0
+    assert follower.pending  # nothing was acknowledged: a corrected follower sends it all
+
+
+def _never_sleeps(seconds: float) -> None:
+    raise AssertionError(f"retried an answer that cannot change (would sleep {seconds}s)")
+
+
 def test_a_row_written_where_a_deleted_one_was_is_sent(
     live_server: Any, fixtures_dir: Path, tmp_path: Path, made: list[MemoryFollower]
 ) -> None:
