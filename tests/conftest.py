@@ -13,6 +13,14 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(os.environ.get("REDTEAM_FIXTURES", REPO_ROOT.parent / "shared" / "fixtures"))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `long` first, the rest in their order (after pytest-django's own sort).
+    pytest-xdist hands tests out in this order, so a long test started last would keep one
+    worker busy after the others ran dry."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     """PyRIT's real output (read-only); see ../shared/fixtures/README.md."""

@@ -58,6 +58,7 @@ def _item(page: Any) -> str:
     return str(page.url.split("/conversations/")[1].split("/")[0])
 
 
+@pytest.mark.long
 def test_three_reviewers_work_one_filtered_queue_at_1024(
     logged_in_page: Callable[..., Any],
 ) -> None:

@@ -299,6 +299,7 @@ def _overflow(page: Any, url: str, width: int) -> str | None:
     return f"{width}px {url}: scrollWidth {found['scrollWidth']}: {culprits}"
 
 
+@pytest.mark.long
 def test_no_page_scrolls_sideways_at_any_width(
     browser: Any, live_server: Any, logged_in_page: Callable[..., Any], wide_world: dict[str, str]
 ) -> None:

@@ -97,6 +97,7 @@ def clients(served: ServedApp) -> tuple[HttpSession, HttpSession]:
     return api, browser
 
 
+@pytest.mark.long
 def test_every_hostile_class_is_served_bounded_by_gunicorn(
     served: ServedApp, clients: tuple[HttpSession, HttpSession], fixtures_dir: Path
 ) -> None:

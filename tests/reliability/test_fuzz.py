@@ -79,6 +79,7 @@ def keep_test_connection() -> Any:
     signals.request_finished.connect(close_old_connections)
 
 
+@pytest.mark.long
 @pytest.mark.usefixtures("seeded", "quiet_request_log", "keep_test_connection")
 def test_api_survives_schema_driven_fuzzing(fuzz_key: str) -> None:
     auth = {"Authorization": f"Bearer {fuzz_key}"}

@@ -270,6 +270,7 @@ def test_every_url_is_classified() -> None:
     assert stale == [], f"classified URLs that no longer exist: {stale}"
 
 
+@pytest.mark.long
 @pytest.mark.usefixtures("quiet_request_log")
 def test_access_matrix(roles: Roles, memory: Memory, settings: Any) -> None:
     # Every wrong key and every key without the needed scope counts as a failure from the one

@@ -114,6 +114,7 @@ def _is_api_list(path: str) -> bool:
     return cls is not None and actions.get("get") == "list" and cls.pagination_class is not None
 
 
+@pytest.mark.long
 @pytest.mark.usefixtures("quiet_request_log")
 def test_every_list_refuses_every_tampered_cursor_with_400(roles: Roles, memory: Memory) -> None:
     staff = Client(raise_request_exception=False)

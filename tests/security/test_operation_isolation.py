@@ -296,6 +296,7 @@ def _changed(
     return changed
 
 
+@pytest.mark.long
 def test_alpha_members_find_nothing_of_bravo_and_no_answer_moves_when_it_arrives(
     world: World,
 ) -> None:
