@@ -10,7 +10,7 @@ import json
 import shutil
 import sqlite3
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,14 +65,13 @@ def make_follower(
     client: RedteamClient,
     path: Path,
     report: list[str] | None = None,
+    sleep: Callable[[float], None] = lambda _: None,
     **options: Any,
 ) -> MemoryFollower:
     """A follower of `path` with its state beside it; rejections go to `report`."""
     lines = report if report is not None else []
     state = FollowState(path.with_suffix(".state"), str(path.resolve()))
-    follower = MemoryFollower(
-        client, path, state, report=lines.append, sleep=lambda _: None, **options
-    )
+    follower = MemoryFollower(client, path, state, report=lines.append, sleep=sleep, **options)
     made.append(follower)
     return follower
 
@@ -400,8 +399,7 @@ def test_a_follower_given_a_wrong_url_stops_at_once_with_2(
     key = new_client(live_server.url)._api_key
     report: list[str] = []
     with RedteamClient(f"{live_server.url}/nothing", key, sleep=_never_sleeps) as client:
-        follower = make_follower(made, client, path, report)
-        follower.sleep = _never_sleeps
+        follower = make_follower(made, client, path, report, sleep=_never_sleeps)
         assert follower.run() == 2
     assert len(report) == 1
     assert "HTTP 404" in report[0]
